@@ -1,0 +1,251 @@
+"""Messages between fedfit's layers: small, frozen, slotted dataclasses.
+
+Every layer speaks in these: the registry keeps ``DeviceProfile`` and ``DeviceState``,
+the planner writes ``TrainPlan``, the fleet returns ``TaskResult`` (an ``Update`` or a
+``Failure``), the orchestrator emits ``RoundReport``. Units are in the field names.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import torch
+
+#: Model parameters by name (a ``state_dict`` of floating tensors).
+Params = dict[str, torch.Tensor]
+
+
+class Link(str, enum.Enum):
+    """The network a device is on at a moment."""
+
+    WIFI = "wifi"
+    CELLULAR = "cellular"
+    OFFLINE = "offline"
+
+
+class Thermal(str, enum.Enum):
+    """Coarse thermal state, as phones report it. ``UNKNOWN`` where nothing is reported."""
+
+    NOMINAL = "nominal"
+    WARM = "warm"
+    HOT = "hot"
+    UNKNOWN = "unknown"
+
+
+class FailureCause(str, enum.Enum):
+    """Why a task produced no usable update."""
+
+    OUT_OF_MEMORY = "out_of_memory"
+    BATTERY = "battery"
+    OFFLINE = "offline"
+    DEADLINE = "deadline"
+    DECLINED = "declined"
+    REJECTED = "rejected"
+    STALE = "stale"
+
+
+@dataclass(frozen=True, slots=True)
+class UtilisationCurve:
+    """Fraction of peak FLOP/s reached at a micro-batch size: ``peak * b / (b + half_batch)``.
+
+    Small batches under-use vector units and accelerators; the curve saturates at ``peak``.
+
+    >>> UtilisationCurve(peak=0.5, half_batch=4.0).at(4)
+    0.25
+    """
+
+    peak: float
+    half_batch: float
+
+    def at(self, micro_batch: int) -> float:
+        """Utilisation (0..1] at ``micro_batch`` samples per forward/backward pass."""
+        return self.peak * micro_batch / (micro_batch + self.half_batch)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProfile:
+    """Static capabilities of one device (its tier's values, possibly jittered).
+
+    Attributes:
+        tier: tier name from the catalogue (``flagship_phone``, ``sensor_mcu``, ...).
+        total_memory_bytes: physical RAM.
+        training_memory_bytes: RAM the OS grants a background training job when no app presses.
+        flops_per_s: peak FLOP/s of the training processor.
+        utilisation: utilisation curve over the micro-batch size.
+        battery_capacity_j: battery energy in joules; ``None`` for mains-powered devices.
+        compute_power_w: power drawn while training.
+        radio_power_w: power drawn while transmitting.
+        latency_s: round-trip latency added to each transfer.
+        radios: links the device has (``wifi``, ``cellular``).
+        cpu_cores: cores (informational; used by selection and reports).
+        has_npu: whether an NPU is present (informational).
+    """
+
+    tier: str
+    total_memory_bytes: int
+    training_memory_bytes: int
+    flops_per_s: float
+    utilisation: UtilisationCurve
+    battery_capacity_j: float | None
+    compute_power_w: float
+    radio_power_w: float
+    latency_s: float
+    radios: tuple[Link, ...]
+    cpu_cores: int = 1
+    has_npu: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceState:
+    """A snapshot of a device's dynamic resources, as a monitor reports it.
+
+    ``None`` means *unknown* (the platform does not report it), never a guess.
+
+    Attributes:
+        free_memory_bytes: memory training may use right now.
+        battery_fraction: charge in [0, 1]; ``None`` if unknown or no battery.
+        charging: whether plugged in; ``None`` if unknown.
+        temperature_c: device temperature; ``None`` if unknown.
+        thermal: coarse thermal state.
+        link: current network.
+        bandwidth_bps: usable bandwidth in bits per second (0 when offline).
+        online: whether the device can be reached and is willing to train.
+        cpu_utilisation: background CPU load in [0, 1]; ``None`` if unknown.
+    """
+
+    free_memory_bytes: int
+    battery_fraction: float | None
+    charging: bool | None
+    temperature_c: float | None
+    thermal: Thermal
+    link: Link
+    bandwidth_bps: float
+    online: bool
+    cpu_utilisation: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainPlan:
+    """What one device is asked to do in one task.
+
+    Attributes:
+        device_id: the device.
+        round: the server round (model version) the task starts from.
+        micro_batch: samples per forward/backward pass.
+        accumulation_steps: micro-batches whose gradients are summed before one optimiser step.
+        local_epochs: passes over the device's data.
+        max_steps: cap on optimiser steps (``None``: no cap).
+        lr: learning rate of the local optimiser.
+        width: width multiplier of the sub-model (1.0 = full model).
+        deadline_s: virtual seconds after dispatch the server waits; ``None``: no deadline.
+    """
+
+    device_id: int
+    round: int
+    micro_batch: int
+    accumulation_steps: int = 1
+    local_epochs: int = 1
+    max_steps: int | None = None
+    lr: float = 0.05
+    width: float = 1.0
+    deadline_s: float | None = None
+
+    @property
+    def effective_batch(self) -> int:
+        """Samples per optimiser step: ``micro_batch * accumulation_steps``."""
+        return self.micro_batch * self.accumulation_steps
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """A device's trained parameters and how much work produced them.
+
+    Attributes:
+        device_id: the device.
+        round: the round whose model the device started from.
+        params: the device's parameters after local training (master coordinates).
+        num_examples: size of the device's local training set.
+        samples_processed: samples passed through forward/backward (epochs × data, capped by steps).
+        steps: optimiser steps taken.
+        micro_batch: micro-batch actually used.
+        accumulation_steps: accumulation actually used.
+        train_loss: mean training loss over the task.
+    """
+
+    device_id: int
+    round: int
+    params: Params
+    num_examples: int
+    samples_processed: int
+    steps: int
+    micro_batch: int
+    accumulation_steps: int
+    train_loss: float
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A task that produced no usable update, and why."""
+
+    device_id: int
+    round: int
+    cause: FailureCause
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCost:
+    """Modelled cost of one task on the virtual clock."""
+
+    download_s: float
+    compute_s: float
+    upload_s: float
+    energy_j: float
+    peak_memory_bytes: int
+    bytes_down: int
+    bytes_up: int
+    flops: float
+
+    @property
+    def duration_s(self) -> float:
+        """Download + compute + upload."""
+        return self.download_s + self.compute_s + self.upload_s
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """One event of the fleet: a task ended, at ``finish_s`` on the virtual clock."""
+
+    plan: TrainPlan
+    tier: str
+    start_s: float
+    finish_s: float
+    outcome: Update | Failure
+    cost: TaskCost
+    free_memory_bytes: int
+
+    @property
+    def ok(self) -> bool:
+        """Whether the task returned an update."""
+        return isinstance(self.outcome, Update)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundReport:
+    """What one round (or one asynchronous aggregation) did, as logged in ``metrics.jsonl``."""
+
+    round: int
+    virtual_time_s: float
+    wall_time_s: float
+    accuracy: float | None
+    loss: float | None
+    participants_by_tier: dict[str, int]
+    invited_by_tier: dict[str, int]
+    failures_by_cause: dict[str, int]
+    failures_by_tier: dict[str, int]
+    bytes_up: int
+    bytes_down: int
+    energy_j: float
+    rejected_updates: int
+    micro_batch_by_tier: dict[str, float] = field(default_factory=dict)
