@@ -1,0 +1,34 @@
+"""Devices: the tier catalogue, dynamic traces, resource monitors and the registry.
+
+Static capabilities are :class:`~fedfit.types.DeviceProfile` values (:data:`TIERS`, or user
+tiers from :func:`profile_from_mapping`); dynamic resources over virtual time come from a
+:class:`DeviceTrace` (seeded by :func:`generate_trace`, optionally overlaid by
+:func:`load_csv_trace`) read through a :class:`Monitor`; the server keeps what devices report
+in a :class:`Registry`.
+"""
+
+from fedfit.devices.catalogue import TIERS, profile_from_mapping, tier
+from fedfit.devices.csv_trace import load_csv_trace, parse_csv_trace
+from fedfit.devices.monitor import Monitor, PsutilMonitor, TraceMonitor
+from fedfit.devices.registry import DeviceHistory, Registry
+from fedfit.devices.trace_params import TierBehaviour, TraceParams
+from fedfit.devices.traces import DeviceTrace, generate_trace, thermal_of, with_consumption
+
+__all__ = [
+    "TIERS",
+    "DeviceHistory",
+    "DeviceTrace",
+    "Monitor",
+    "PsutilMonitor",
+    "Registry",
+    "TierBehaviour",
+    "TraceMonitor",
+    "TraceParams",
+    "generate_trace",
+    "load_csv_trace",
+    "parse_csv_trace",
+    "profile_from_mapping",
+    "thermal_of",
+    "tier",
+    "with_consumption",
+]

@@ -1,0 +1,8 @@
+"""Reports: metrics and event logs, summaries, plots."""
+
+from fedfit.report.plots import plot_accuracy, plot_failures, plot_participation
+from fedfit.report.run_dir import RunDirectory
+from fedfit.report.summary import event_record, report_record, summarise, time_to_target
+
+__all__ = ["RunDirectory", "event_record", "plot_accuracy", "plot_failures", "plot_participation",
+           "report_record", "summarise", "time_to_target"]

@@ -1,0 +1,28 @@
+"""Weighting schemes for the masked weighted average: small pure functions of an update.
+
+* ``samples``   — samples processed in local training (FedAvg's n_k when one epoch);
+* ``examples``  — local data-set size, as McMahan et al. weight;
+* ``uniform``   — every update counts the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fedfit.errors import ConfigError
+from fedfit.types import Update
+
+Weighting = Callable[[Update], float]
+
+WEIGHTINGS: dict[str, Weighting] = {
+    "samples": lambda u: float(u.samples_processed),
+    "examples": lambda u: float(u.num_examples),
+    "uniform": lambda u: 1.0,
+}
+
+
+def weighting(name: str) -> Weighting:
+    """The weighting scheme called ``name``."""
+    if name not in WEIGHTINGS:
+        raise ConfigError(f"aggregation.weighting: unknown '{name}' (known: {', '.join(WEIGHTINGS)})")
+    return WEIGHTINGS[name]

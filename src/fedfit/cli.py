@@ -1,0 +1,180 @@
+"""The ``fedfit`` command line: run | compare | devices.
+
+Flags and files are read here and nowhere below. Configuration and data errors exit with
+status 2 and one line naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fedfit.config import ExperimentConfig, load_config, with_overrides
+from fedfit.devices import TIERS
+from fedfit.errors import ConfigError, DataError
+from fedfit.experiment import RunResult, run
+from fedfit.orchestration.sync import RoundOutcome
+from fedfit.report import plot_accuracy
+from fedfit.strategies import apply_strategy
+
+EXIT_USAGE = 2
+
+
+def _parse_set(items: Sequence[str]) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set: expected KEY=VALUE, got '{item}'")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def _config(path: str | None, sets: Sequence[str]) -> ExperimentConfig:
+    config = load_config(path) if path else ExperimentConfig(name="photo_app")
+    return with_overrides(config, _parse_set(sets)) if sets else config
+
+
+def _run_dir(config: ExperimentConfig, out: str | None) -> Path:
+    if out:
+        return Path(out)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(config.output.dir) / f"{config.name.replace(':', '-')}-{stamp}"
+
+
+def _run_with_progress(config: ExperimentConfig, run_dir: Path | None, console: Console) -> RunResult:
+    if not config.output.progress:
+        return run(config, run_dir)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(config.name, total=config.orchestration.rounds, status="")
+
+        def on_round(outcome: RoundOutcome) -> None:
+            r = outcome.report
+            acc = f"acc {r.accuracy:.3f}" if r.accuracy is not None else ""
+            progress.update(task, advance=1, status=f"{acc} t={r.virtual_time_s / 60:.1f} min")
+
+        return run(config, run_dir, on_round)
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    config = _config(args.config, args.set)
+    run_dir = _run_dir(config, args.out)
+    result = _run_with_progress(config, run_dir, console)
+    s = result.summary
+    console.print(f"final accuracy {s['final_accuracy']:.4f}, virtual time {s['virtual_time_s'] / 60:.1f} min, "
+                  f"time to {s['target_accuracy']:.2f}: {_fmt_time(s['time_to_target_s'])}")
+    console.print(f"failures: {s['failures_by_cause'] or 'none'}")
+    console.print(f"run directory: {run_dir}")
+    return 0
+
+
+def _fmt_time(seconds: float | None) -> str:
+    return "not reached" if seconds is None else f"{seconds / 60:.1f} min"
+
+
+def _compare_row(name: str, s: dict[str, Any]) -> list[str]:
+    part = ", ".join(f"{t} {v:.0%}" for t, v in s["participation_by_tier"].items())
+    fails = ", ".join(f"{c} {n}" for c, n in s["failures_by_cause"].items()) or "none"
+    return [name, _fmt_time(s["time_to_target_s"]), f"{s['final_accuracy']:.4f}", fails, part]
+
+
+def cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    base = _config(args.config, args.set)
+    configs = {name: apply_strategy(base, name) for name in args.strategy}
+    out = Path(args.out) if args.out else _run_dir(base.model_copy(update={"name": f"{base.name}-compare"}), None)
+    results: dict[str, RunResult] = {}
+    for name, config in configs.items():
+        quiet = config.model_copy(update={"output": config.output.model_copy(update={"progress": False})})
+        results[name] = _run_with_progress(config if not args.json else quiet, out / name, console)
+    plot_accuracy({n: r.reports for n, r in results.items()}, out / "compare_accuracy.png",
+                  base.evaluation.target_accuracy)
+    table = {n: r.summary for n, r in results.items()}
+    (out / "compare.json").write_text(json.dumps(table, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(table, indent=2))
+        return 0
+    t = Table(title=f"{base.name}: target accuracy {base.evaluation.target_accuracy:.2f}")
+    for col in ("strategy", "time to target", "final acc", "failures", "participation by tier"):
+        t.add_column(col)
+    for name, s in table.items():
+        t.add_row(*_compare_row(name, s))
+    console.print(t)
+    console.print(f"plot: {out / 'compare_accuracy.png'}")
+    return 0
+
+
+def cmd_devices(args: argparse.Namespace, console: Console) -> int:
+    rows = {name: _profile_row(p) for name, p in TIERS.items()}
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    t = Table(title="fedfit device tiers")
+    for col in ("tier", "RAM", "training memory", "GFLOP/s", "battery", "radios"):
+        t.add_column(col)
+    for name, r in rows.items():
+        t.add_row(name, r["ram"], r["training_memory"], f"{r['gflops']:.1f}", r["battery"], r["radios"])
+    console.print(t)
+    return 0
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"
+
+
+def _profile_row(p: Any) -> dict[str, Any]:
+    battery = "mains" if p.battery_capacity_j is None else f"{p.battery_capacity_j / 3600:.2f} Wh"
+    return {"ram": _bytes(p.total_memory_bytes), "training_memory": _bytes(p.training_memory_bytes),
+            "gflops": p.flops_per_s / 1e9, "battery": battery,
+            "radios": ", ".join(r.value for r in p.radios)}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``fedfit``."""
+    p = argparse.ArgumentParser(prog="fedfit", description="Federated learning fitted to every device.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run one experiment (default: the photo-app phone fleet)")
+    r.add_argument("config", nargs="?", help="YAML config (default: built-in photo_app scenario)")
+    r.add_argument("--out", help="run directory (default: output.dir/NAME-TIMESTAMP)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    r.set_defaults(func=cmd_run)
+    c = sub.add_parser("compare", help="run several strategies on the same fleet and seed")
+    c.add_argument("config")
+    c.add_argument("--strategy", action="append", required=True, help="strategy name (repeat)")
+    c.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    c.add_argument("--out", help="directory for the runs and the overlaid plot")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    c.set_defaults(func=cmd_compare)
+    d = sub.add_parser("devices", help="print the tier catalogue")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_devices)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fedfit`` script."""
+    args = parser().parse_args(argv)
+    console = Console(stderr=False)
+    try:
+        return int(args.func(args, console))
+    except (ConfigError, DataError) as err:
+        print(f"fedfit: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Measure a model once: training FLOPs per sample and activation bytes per sample.
+
+These measurements run the real module (``torch.utils.flop_counter`` for FLOPs, saved-tensor
+hooks for activations) and are the only impure part of the cost model; everything downstream
+(:mod:`fedfit.cost.memory`, :mod:`fedfit.cost.time`) is arithmetic on the resulting
+:class:`ModelCost`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from fedfit.models.zoo import ModelSpec
+
+BYTES_PER_FLOAT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCost:
+    """Measured costs of one model at one width.
+
+    Attributes:
+        num_params: trainable parameter count.
+        param_bytes: bytes of the parameters (float32).
+        train_flops_per_sample: forward + backward FLOPs for one sample.
+        forward_flops_per_sample: forward FLOPs for one sample.
+        activation_bytes_per_sample: bytes autograd saves for backward, per sample.
+        activation_fixed_bytes: the batch-independent part of the saved bytes.
+    """
+
+    num_params: int
+    param_bytes: int
+    train_flops_per_sample: float
+    forward_flops_per_sample: float
+    activation_bytes_per_sample: float
+    activation_fixed_bytes: float
+
+
+def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn((batch, *spec.input_shape), generator=gen)
+    y = torch.randint(0, spec.num_classes, (batch,), generator=gen)
+    return x, y
+
+
+def count_flops(model: nn.Module, spec: ModelSpec, batch: int = 2) -> tuple[float, float]:
+    """(train, forward) FLOPs per sample, counted by ``FlopCounterMode`` on a real step."""
+    x, y = _sample_batch(spec, batch)
+    with FlopCounterMode(display=False) as fwd:
+        out = model(x)
+    loss = nn.functional.cross_entropy(out, y)
+    with FlopCounterMode(display=False) as bwd:
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    forward = fwd.get_total_flops() / batch
+    return forward + bwd.get_total_flops() / batch, forward
+
+
+def saved_activation_bytes(model: nn.Module, spec: ModelSpec, batch: int) -> int:
+    """Bytes autograd keeps for backward on a batch, parameters excluded, each storage once."""
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in param_ptrs:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    x, y = _sample_batch(spec, batch)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = nn.functional.cross_entropy(model(x), y)
+    del loss
+    return sum(seen.values())
+
+
+@functools.lru_cache(maxsize=64)
+def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
+    """Measure ``spec`` at ``width`` (default: the spec's). Cached per (spec, width)."""
+    model = spec.build(width)
+    num_params = sum(p.numel() for p in model.parameters())
+    train, forward = count_flops(model, spec)
+    small, large = saved_activation_bytes(model, spec, 1), saved_activation_bytes(model, spec, 9)
+    per_sample = (large - small) / 8
+    return ModelCost(
+        num_params=num_params,
+        param_bytes=num_params * BYTES_PER_FLOAT,
+        train_flops_per_sample=train,
+        forward_flops_per_sample=forward,
+        activation_bytes_per_sample=per_sample,
+        activation_fixed_bytes=max(0.0, small - per_sample),
+    )

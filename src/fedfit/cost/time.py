@@ -1,0 +1,76 @@
+"""Time and energy model of one task on the virtual clock.
+
+compute = FLOPs / (FLOP/s × utilisation(micro-batch) × thermal factor);
+transfer = latency + payload bits / bandwidth; energy = compute power × compute time +
+radio power × transfer time. Pure arithmetic: no clocks, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fedfit.cost.memory import MemoryModel
+from fedfit.cost.profile import ModelCost
+from fedfit.types import DeviceProfile, DeviceState, TaskCost, Thermal, TrainPlan
+
+#: Throughput kept at each thermal state (a hot device throttles its clocks).
+THERMAL_FACTOR: dict[Thermal, float] = {
+    Thermal.NOMINAL: 1.0,
+    Thermal.WARM: 0.8,
+    Thermal.HOT: 0.5,
+    Thermal.UNKNOWN: 1.0,
+}
+
+
+def local_work(plan: TrainPlan, num_examples: int) -> tuple[int, int]:
+    """(optimiser steps, samples processed) of a plan over ``num_examples`` local samples."""
+    steps_per_epoch = math.ceil(num_examples / plan.effective_batch)
+    steps = steps_per_epoch * plan.local_epochs
+    samples = num_examples * plan.local_epochs
+    if plan.max_steps is not None and steps > plan.max_steps:
+        steps = plan.max_steps
+        samples = min(samples, steps * plan.effective_batch)
+    return steps, samples
+
+
+def compute_time_s(flops: float, profile: DeviceProfile, micro_batch: int, thermal: Thermal) -> float:
+    """Seconds to execute ``flops`` at this micro-batch and thermal state."""
+    rate = profile.flops_per_s * profile.utilisation.at(micro_batch) * THERMAL_FACTOR[thermal]
+    return flops / rate
+
+
+def transfer_time_s(payload_bytes: int, bandwidth_bps: float, latency_s: float) -> float:
+    """Seconds to move ``payload_bytes`` (``inf`` when the link has no bandwidth)."""
+    if bandwidth_bps <= 0:
+        return math.inf
+    return latency_s + payload_bytes * 8 / bandwidth_bps
+
+
+def task_cost(
+    *,
+    plan: TrainPlan,
+    profile: DeviceProfile,
+    state: DeviceState,
+    cost: ModelCost,
+    memory: MemoryModel,
+    num_examples: int,
+    bytes_down: int,
+    bytes_up: int,
+) -> TaskCost:
+    """The modelled cost of running ``plan`` on a device in ``state``."""
+    _, samples = local_work(plan, num_examples)
+    flops = cost.train_flops_per_sample * samples
+    compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)
+    down_s = transfer_time_s(bytes_down, state.bandwidth_bps, profile.latency_s)
+    up_s = transfer_time_s(bytes_up, state.bandwidth_bps, profile.latency_s)
+    radio_s = (down_s + up_s) if math.isfinite(down_s + up_s) else 0.0
+    return TaskCost(
+        download_s=down_s,
+        compute_s=compute_s,
+        upload_s=up_s,
+        energy_j=profile.compute_power_w * compute_s + profile.radio_power_w * radio_s,
+        peak_memory_bytes=memory.peak_bytes(cost, plan.micro_batch),
+        bytes_down=bytes_down,
+        bytes_up=bytes_up,
+        flops=flops,
+    )

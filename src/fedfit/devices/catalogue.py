@@ -1,0 +1,433 @@
+"""The built-in tier catalogue: static profiles of the devices in the seed scenarios.
+
+Each tier is a :class:`~fedfit.types.DeviceProfile` with numbers taken from a named
+reference device; the comment beside each number says where it comes from. Conventions:
+
+* memory is binary (``8 GB`` = ``8 * 2**30`` bytes); ``training_memory_bytes`` is what the OS
+  grants a *background* training job with no app pressing, far below total RAM;
+* ``flops_per_s`` is sustained fp32 *training* throughput (forward + backward with a mobile
+  training runtime), not the chip's marketing peak; ``utilisation`` scales it down at small
+  micro-batches (``peak * b / (b + half_batch)``);
+* battery energy is ``mAh * V / 1000 * 3600`` joules; ``None`` means mains-powered;
+* powers are whole-device draw while training (``compute_power_w``) or transmitting
+  (``radio_power_w``).
+
+User tiers come from YAML through :func:`profile_from_mapping`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from types import MappingProxyType
+
+from fedfit.errors import ConfigError
+from fedfit.types import DeviceProfile, Link, UtilisationCurve
+
+GIB = 2**30
+MIB = 2**20
+KIB = 2**10
+_J_PER_WH = 3600.0
+
+# Phone training budgets, derived from seed 000's outcome: with the default vision model, an
+# 8 GB phone trains batches of 32, a 4 GB one 16 and a 2 GB one 8 (the seed gives batches, not
+# budgets, so we derive the budgets). The default CNN (cnn, width 1, plain SGD) measures, by
+# fedfit.cost.measure: fixed peak (weights + gradients + 256 KiB workspace) 1,985,108 B and
+# 135,408 B of saved activations per sample. The generated free-memory traces leave >= 78% of the
+# budget free 75% of the time (the 25th percentile of app pressure). So
+#   budget = (1,985,108 + (B + 0.5) * 135,408) / 0.78   for B = 32, 16, 8,
+# rounded to whole KiB. tests/cost/test_calibration.py re-derives the three batch sizes from the
+# memory model, so a change to the model or the CNN that breaks the calibration fails there.
+FLAGSHIP_TRAINING_MEMORY_BYTES = 8000 * KIB
+MIDRANGE_TRAINING_MEMORY_BYTES = 5280 * KIB
+OLDER_TRAINING_MEMORY_BYTES = 3925 * KIB
+
+
+def _wh(milliamp_hours: float, volts: float) -> float:
+    """Battery energy in joules from a cell's rating."""
+    return milliamp_hours * volts / 1000.0 * _J_PER_WH
+
+
+# Share of a phone-class CPU's fp32 peak that an on-device *training* runtime reaches on small
+# convnets (small kernels, unfused ops, big.LITTLE scheduling, thermal headroom kept for the
+# user): about a tenth. An assumption, not a measurement; override it per tier in YAML
+# (``utilisation_peak``). It puts one local epoch of the default CNN at ~0.5 s on a flagship
+# and ~5 s on an older phone, the order FedScale's device traces report for small models.
+MOBILE_RUNTIME_SHARE = 0.1
+
+_BUILTIN: dict[str, DeviceProfile] = {
+    # Reference: Pixel 8 / Galaxy S23 class (Snapdragon 8 Gen 2: 1x X3 @3.2 GHz + 4 big +
+    # 3 little cores; CPU fp32 NEON peak ~300 GFLOP/s, Adreno 740 GPU ~3.5 TFLOP/s but mobile
+    # training runtimes reach a small share of it). Sustained training ~2e11 FLOP/s.
+    "flagship_phone": DeviceProfile(
+        tier="flagship_phone",
+        total_memory_bytes=8 * GIB,  # 8 GB LPDDR5
+        training_memory_bytes=FLAGSHIP_TRAINING_MEMORY_BYTES,
+        flops_per_s=2e11,
+        # Many wide units: needs ~8 samples to reach half of its ceiling.
+        utilisation=UtilisationCurve(peak=MOBILE_RUNTIME_SHARE, half_batch=8.0),
+        battery_capacity_j=_wh(4500, 3.87),  # 4500 mAh @ 3.87 V = 17.4 Wh
+        compute_power_w=5.0,  # SoC + DRAM under sustained load, before throttling
+        radio_power_w=1.2,  # Wi-Fi / LTE uplink at moderate signal
+        latency_s=0.04,
+        radios=(Link.WIFI, Link.CELLULAR),
+        cpu_cores=8,
+        has_npu=True,  # Hexagon NPU
+    ),
+    # Reference: Galaxy A-series / Snapdragon 7-class (2x A78 @2.4 GHz + 6x A55 @1.8 GHz:
+    # ~160 GFLOP/s CPU fp32 peak); sustained training about half: 8e10 FLOP/s.
+    "midrange_phone": DeviceProfile(
+        tier="midrange_phone",
+        total_memory_bytes=4 * GIB,  # 4 GB LPDDR4X
+        training_memory_bytes=MIDRANGE_TRAINING_MEMORY_BYTES,
+        flops_per_s=8e10,
+        utilisation=UtilisationCurve(peak=MOBILE_RUNTIME_SHARE, half_batch=6.0),
+        battery_capacity_j=_wh(5000, 3.85),  # 5000 mAh @ 3.85 V = 19.3 Wh
+        compute_power_w=3.5,
+        radio_power_w=1.2,
+        latency_s=0.05,
+        radios=(Link.WIFI, Link.CELLULAR),
+        cpu_cores=8,
+        has_npu=False,
+    ),
+    # Reference: Snapdragon 450 class (8x A53 @1.8 GHz, 4 fp32 FLOP/cycle: ~58 GFLOP/s peak);
+    # in-order cores and small caches keep sustained training near a third: 2e10 FLOP/s.
+    "older_phone": DeviceProfile(
+        tier="older_phone",
+        total_memory_bytes=2 * GIB,  # 2 GB LPDDR3
+        training_memory_bytes=OLDER_TRAINING_MEMORY_BYTES,
+        flops_per_s=2e10,
+        utilisation=UtilisationCurve(peak=MOBILE_RUNTIME_SHARE, half_batch=4.0),
+        battery_capacity_j=_wh(3000, 3.85),  # 3000 mAh @ 3.85 V = 11.6 Wh
+        compute_power_w=2.5,
+        radio_power_w=1.5,  # older modems spend more per bit
+        latency_s=0.08,
+        radios=(Link.WIFI, Link.CELLULAR),
+        cpu_cores=8,
+        has_npu=False,
+    ),
+    # Reference: Galaxy Tab S7 FE (Snapdragon 778G, 6 GB, 10090 mAh). A flagship-lite SoC with
+    # a larger heat spreader than a phone: sustained 1.5e11 FLOP/s. Wi-Fi-only model.
+    "tablet": DeviceProfile(
+        tier="tablet",
+        total_memory_bytes=6 * GIB,
+        training_memory_bytes=18 * MIB,  # between flagship (24 MB) and mid-range (12 MB) phones
+        flops_per_s=1.5e11,
+        utilisation=UtilisationCurve(peak=MOBILE_RUNTIME_SHARE, half_batch=8.0),
+        battery_capacity_j=_wh(10090, 3.86),  # 10090 mAh @ 3.86 V = 38.9 Wh
+        compute_power_w=5.0,
+        radio_power_w=1.0,  # Wi-Fi only
+        latency_s=0.04,
+        radios=(Link.WIFI,),
+        cpu_cores=8,
+        has_npu=True,
+    ),
+    # Reference: Galaxy Watch 4/5 (Exynos W920: 2x A55 @1.18 GHz, ~19 GFLOP/s peak; 1.5 GB) and
+    # Apple Watch Series 8 (1 GB, 308 mAh @ 3.85 V = 1.19 Wh). Passive cooling and a tiny
+    # battery keep sustained training near a tenth of peak: 2e9 FLOP/s.
+    "smartwatch": DeviceProfile(
+        tier="smartwatch",
+        total_memory_bytes=1 * GIB,
+        training_memory_bytes=4 * MIB,
+        flops_per_s=2e9,
+        utilisation=UtilisationCurve(peak=MOBILE_RUNTIME_SHARE, half_batch=2.0),
+        battery_capacity_j=3960.0,  # ~1.1 Wh = 3960 J
+        compute_power_w=0.6,  # whole-watch draw with both cores busy
+        radio_power_w=0.2,  # BLE relay through the phone / Wi-Fi
+        latency_s=0.15,  # extra hop through the paired phone
+        # Bluetooth through the paired phone is unmetered like Wi-Fi, so it is modelled as Wi-Fi.
+        radios=(Link.WIFI,),
+        cpu_cores=2,
+        has_npu=False,
+    ),
+    # Reference: industrial wireless vibration sensor on an STM32F7-class MCU (Cortex-M7
+    # @216 MHz, single-precision FPU: ~430 MFLOP/s peak, 512 KB SRAM) with an LTE-M/NB-IoT
+    # modem; scalar training loops reach about a quarter: 1e8 FLOP/s. Powered by a 3.6 V
+    # Li-SOCl2 AA cell (2600 mAh = 9.4 Wh), topped up by energy harvesting (see traces).
+    "sensor_mcu": DeviceProfile(
+        tier="sensor_mcu",
+        total_memory_bytes=512 * KIB,
+        # 384 KB of the 512 KB SRAM; the rest holds the firmware stack, sample buffers, radio.
+        training_memory_bytes=384 * KIB,
+        flops_per_s=1e8,
+        # Scalar code: batching barely helps; half of the ceiling already at one sample.
+        utilisation=UtilisationCurve(peak=0.9, half_batch=1.0),
+        battery_capacity_j=_wh(2600, 3.6),
+        compute_power_w=0.33,  # ~100 mA @ 3.3 V in run mode at full clock
+        radio_power_w=0.7,  # LTE-M module transmitting at 23 dBm (~190 mA @ 3.8 V)
+        latency_s=1.0,  # LTE-M / NB-IoT round trips of 0.3-2 s
+        # Low-band cellular only (~50 kbit/s); the trace generator draws its bandwidth.
+        radios=(Link.CELLULAR,),
+        cpu_cores=1,
+        has_npu=False,
+    ),
+    # Reference: delivery-van computer on an NVIDIA Jetson Orin NX 16 GB (1024 CUDA cores:
+    # ~1.9 TFLOP/s fp32 peak, 10-25 W modes); sustained fp32 training ~5e11 FLOP/s.
+    # Powered from the vehicle: no battery to spare.
+    "vehicle_computer": DeviceProfile(
+        tier="vehicle_computer",
+        total_memory_bytes=16 * GIB,
+        training_memory_bytes=64 * MIB,  # the share granted next to the driving stack
+        flops_per_s=5e11,
+        # A GPU wants large batches: half of the ceiling at 16 samples.
+        utilisation=UtilisationCurve(peak=0.8, half_batch=16.0),
+        battery_capacity_j=None,  # mains (vehicle supply)
+        compute_power_w=25.0,
+        radio_power_w=2.0,  # LTE modem + Wi-Fi client
+        latency_s=0.06,
+        radios=(Link.WIFI, Link.CELLULAR),  # depot Wi-Fi, cellular on the road
+        cpu_cores=8,  # 8x Cortex-A78AE
+        has_npu=True,  # NVDLA
+    ),
+}
+
+#: Built-in tiers by name (read-only).
+TIERS: Mapping[str, DeviceProfile] = MappingProxyType(_BUILTIN)
+
+
+def tier(name: str) -> DeviceProfile:
+    """The built-in profile named ``name``.
+
+    Args:
+        name: a key of :data:`TIERS`.
+
+    Returns:
+        The tier's profile.
+
+    Raises:
+        ConfigError: the name is not a built-in tier; the message lists the known ones.
+
+    >>> tier("older_phone").total_memory_bytes == 2 * 2**30
+    True
+    """
+    try:
+        return TIERS[name]
+    except (KeyError, TypeError):
+        known = ", ".join(TIERS)
+        raise ConfigError(f"unknown device tier {name!r} (known: {known})") from None
+
+
+
+# -- user tiers ---------------------------------------------------------------------------
+
+_MEMORY_UNITS: Mapping[str, int] = MappingProxyType({"_bytes": 1, "_kb": KIB, "_mb": MIB})
+_MEMORY_FIELDS = ("total_memory", "training_memory")
+# key -> (must be > 0, upper bound or None); all other numbers must be >= 0.
+_NUMBERS: Mapping[str, tuple[bool, float | None]] = MappingProxyType(
+    {
+        "flops_per_s": (True, None),
+        "utilisation_peak": (True, 1.0),
+        "utilisation_half_batch": (False, None),
+        "compute_power_w": (False, None),
+        "radio_power_w": (False, None),
+        "latency_s": (False, None),
+    }
+)
+_REQUIRED = (*_MEMORY_FIELDS, *_NUMBERS, "battery_wh", "radios")
+_KNOWN_KEYS = frozenset(
+    {*_NUMBERS, "battery_wh", "radios", "cpu_cores", "has_npu", "base"}
+    | {field + unit for field in _MEMORY_FIELDS for unit in _MEMORY_UNITS}
+)
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A profile being assembled; ``present`` holds the logical keys set so far."""
+
+    present: set[str] = dataclass_field(default_factory=set)
+    total_memory: int = 0
+    training_memory: int = 0
+    flops_per_s: float = 0.0
+    utilisation_peak: float = 0.0
+    utilisation_half_batch: float = 0.0
+    battery_wh: float | None = None
+    compute_power_w: float = 0.0
+    radio_power_w: float = 0.0
+    latency_s: float = 0.0
+    radios: tuple[Link, ...] = ()
+    cpu_cores: int = 1
+    has_npu: bool = False
+
+    @classmethod
+    def inherit(cls, parent: DeviceProfile | None) -> _Draft:
+        if parent is None:
+            return cls()
+        battery = parent.battery_capacity_j
+        return cls(
+            present=set(_REQUIRED),
+            total_memory=parent.total_memory_bytes,
+            training_memory=parent.training_memory_bytes,
+            flops_per_s=parent.flops_per_s,
+            utilisation_peak=parent.utilisation.peak,
+            utilisation_half_batch=parent.utilisation.half_batch,
+            battery_wh=None if battery is None else battery / _J_PER_WH,
+            compute_power_w=parent.compute_power_w,
+            radio_power_w=parent.radio_power_w,
+            latency_s=parent.latency_s,
+            radios=parent.radios,
+            cpu_cores=parent.cpu_cores,
+            has_npu=parent.has_npu,
+        )
+
+    def build(self, name: str) -> DeviceProfile:
+        return DeviceProfile(
+            tier=name,
+            total_memory_bytes=self.total_memory,
+            training_memory_bytes=self.training_memory,
+            flops_per_s=self.flops_per_s,
+            utilisation=UtilisationCurve(self.utilisation_peak, self.utilisation_half_batch),
+            battery_capacity_j=None if self.battery_wh is None else self.battery_wh * _J_PER_WH,
+            compute_power_w=self.compute_power_w,
+            radio_power_w=self.radio_power_w,
+            latency_s=self.latency_s,
+            radios=self.radios,
+            cpu_cores=self.cpu_cores,
+            has_npu=self.has_npu,
+        )
+
+
+def profile_from_mapping(
+    name: str, spec: Mapping[str, object], base: DeviceProfile | None = None
+) -> DeviceProfile:
+    """Build a user tier from YAML-like values.
+
+    Keys: ``total_memory_{bytes,kb,mb}``, ``training_memory_{bytes,kb,mb}`` (``kb`` = 2**10
+    bytes, ``mb`` = 2**20), ``flops_per_s``, ``utilisation_peak``, ``utilisation_half_batch``,
+    ``battery_wh`` (``null``: mains-powered), ``compute_power_w``, ``radio_power_w``,
+    ``latency_s``, ``radios`` (list of ``wifi`` / ``cellular``), ``cpu_cores``, ``has_npu``,
+    and ``base``: the name of a built-in tier whose values fill the keys left out.
+
+    Args:
+        name: the new tier's name (becomes ``DeviceProfile.tier``).
+        spec: the tier's mapping, e.g. ``config["tiers"][name]``.
+        base: profile to inherit from when ``spec`` has no ``base`` key (e.g. another user
+            tier the caller resolved). With neither, every key but ``cpu_cores`` (default 1)
+            and ``has_npu`` (default false) is required.
+
+    Returns:
+        The validated profile.
+
+    Raises:
+        ConfigError: an unknown, missing, mistyped or impossible key (negative memory,
+            training memory above total memory, ...); the message names ``tiers.<name>.<key>``.
+
+    >>> p = profile_from_mapping("big_watch", {"base": "smartwatch", "training_memory_mb": 8})
+    >>> (p.tier, p.training_memory_bytes, p.flops_per_s)
+    ('big_watch', 8388608, 2000000000.0)
+    """
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"tiers.{name}: expected a mapping, got {type(spec).__name__}")
+    for key in spec:
+        if key not in _KNOWN_KEYS:
+            known = ", ".join(sorted(_KNOWN_KEYS))
+            raise ConfigError(f"tiers.{name}.{key}: unknown key (known: {known})")
+    draft = _Draft.inherit(_resolve_base(name, spec, base))
+    _parse_numbers(name, spec, draft)
+    _parse_others(name, spec, draft)
+    memory_keys = _parse_memory(name, spec, draft)
+    missing = [key for key in _REQUIRED if key not in draft.present]
+    if missing:
+        key = missing[0] + ("_mb" if missing[0] in _MEMORY_FIELDS else "")
+        raise ConfigError(f"tiers.{name}.{key}: missing (and no base tier to inherit from)")
+    if draft.training_memory > draft.total_memory:
+        key = memory_keys.get("training_memory") or memory_keys["total_memory"]
+        raise ConfigError(
+            f"tiers.{name}.{key}: training memory ({draft.training_memory} bytes) exceeds "
+            f"total memory ({draft.total_memory} bytes)"
+        )
+    return draft.build(name)
+
+
+def _resolve_base(
+    name: str, spec: Mapping[str, object], base: DeviceProfile | None
+) -> DeviceProfile | None:
+    if "base" not in spec:
+        return base
+    if base is not None:
+        raise ConfigError(f"tiers.{name}.base: a base is given both here and by the caller")
+    parent = spec["base"]
+    if not isinstance(parent, str):
+        raise ConfigError(f"tiers.{name}.base: expected a tier name, got {parent!r}")
+    try:
+        return tier(parent)
+    except ConfigError as err:
+        raise ConfigError(f"tiers.{name}.base: {err}") from None
+
+
+def _number(name: str, key: str, value: object, *, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"tiers.{name}.{key}: expected a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ConfigError(f"tiers.{name}.{key}: must be finite, got {value!r}")
+    if number < 0 or (positive and number == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ConfigError(f"tiers.{name}.{key}: must be {bound}, got {value!r}")
+    return number
+
+
+def _parse_numbers(name: str, spec: Mapping[str, object], draft: _Draft) -> None:
+    for key, (positive, upper) in _NUMBERS.items():
+        if key not in spec:
+            continue
+        number = _number(name, key, spec[key], positive=positive)
+        if upper is not None and number > upper:
+            raise ConfigError(f"tiers.{name}.{key}: must be <= {upper}, got {spec[key]!r}")
+        setattr(draft, key, number)
+        draft.present.add(key)
+
+
+def _parse_others(name: str, spec: Mapping[str, object], draft: _Draft) -> None:
+    if "battery_wh" in spec:
+        raw = spec["battery_wh"]
+        draft.battery_wh = None if raw is None else _number(name, "battery_wh", raw, positive=True)
+        draft.present.add("battery_wh")
+    if "radios" in spec:
+        draft.radios = _parse_radios(name, spec["radios"])
+        draft.present.add("radios")
+    if "cpu_cores" in spec:
+        cores = spec["cpu_cores"]
+        if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+            raise ConfigError(f"tiers.{name}.cpu_cores: expected an integer >= 1, got {cores!r}")
+        draft.cpu_cores = cores
+    if "has_npu" in spec:
+        npu = spec["has_npu"]
+        if not isinstance(npu, bool):
+            raise ConfigError(f"tiers.{name}.has_npu: expected true or false, got {npu!r}")
+        draft.has_npu = npu
+
+
+def _parse_radios(name: str, raw: object) -> tuple[Link, ...]:
+    if isinstance(raw, str) or not isinstance(raw, (list, tuple)) or not raw:
+        raise ConfigError(f"tiers.{name}.radios: expected a non-empty list, got {raw!r}")
+    radios: list[Link] = []
+    for item in raw:
+        if item not in (Link.WIFI.value, Link.CELLULAR.value):
+            raise ConfigError(
+                f"tiers.{name}.radios: unknown radio {item!r} (known: wifi, cellular)"
+            )
+        if Link(item) not in radios:
+            radios.append(Link(item))
+    return tuple(radios)
+
+
+def _parse_memory(name: str, spec: Mapping[str, object], draft: _Draft) -> dict[str, str]:
+    """Set the memory sizes given, in bytes; return logical field -> key as written."""
+    written: dict[str, str] = {}
+    for field in _MEMORY_FIELDS:
+        keys = [field + unit for unit in _MEMORY_UNITS if field + unit in spec]
+        if len(keys) > 1:
+            raise ConfigError(f"tiers.{name}.{keys[1]}: {field} is also given as {keys[0]}")
+        if not keys:
+            continue
+        key = keys[0]
+        size = _number(name, key, spec[key], positive=True) * _MEMORY_UNITS[key[len(field) :]]
+        if size != math.floor(size):
+            raise ConfigError(f"tiers.{name}.{key}: not a whole number of bytes, got {spec[key]!r}")
+        setattr(draft, field, int(size))
+        draft.present.add(field)
+        written[field] = key
+    written.setdefault("total_memory", "total_memory_bytes")
+    return written

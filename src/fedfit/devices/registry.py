@@ -1,0 +1,156 @@
+"""The server's book of devices: profiles, last reported states and task history.
+
+Plain bookkeeping in dictionaries; no clocks, no I/O. Virtual times are passed in.
+
+>>> from fedfit.devices.catalogue import tier
+>>> registry = Registry()
+>>> registry.add(0, tier("smartwatch"))
+>>> registry.record_result(0, ok=False, cause="battery", duration_s=12.0, round=3)
+>>> registry.history(0).failures_by_cause
+{'battery': 1}
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from fedfit.types import DeviceProfile, DeviceState
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceHistory:
+    """What a device has done so far (a copy; the registry keeps its own).
+
+    Attributes:
+        tasks: results recorded.
+        completions: results that returned an update.
+        failures_by_cause: failed results per cause string (``FailureCause`` values).
+        last_duration_s: virtual duration of the latest result; ``None`` before any.
+        last_round: highest round a result was recorded for; ``None`` before any.
+    """
+
+    tasks: int = 0
+    completions: int = 0
+    failures_by_cause: dict[str, int] = field(default_factory=dict)
+    last_duration_s: float | None = None
+    last_round: int | None = None
+
+
+@dataclass(slots=True)
+class _Entry:
+    profile: DeviceProfile
+    state: DeviceState | None = None
+    state_at_s: float | None = None
+    tasks: int = 0
+    completions: int = 0
+    failures_by_cause: dict[str, int] = field(default_factory=dict)
+    last_duration_s: float | None = None
+    last_round: int | None = None
+
+
+class Registry:
+    """Every enrolled device, in enrolment order."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, _Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, device_id: object) -> bool:
+        return device_id in self._entries
+
+    def _entry(self, device_id: int) -> _Entry:
+        try:
+            return self._entries[device_id]
+        except KeyError:
+            raise KeyError(f"unknown device {device_id!r}") from None
+
+    def add(self, device_id: int, profile: DeviceProfile) -> None:
+        """Enrol a device.
+
+        Raises:
+            ValueError: the id is already enrolled.
+        """
+        if device_id in self._entries:
+            raise ValueError(f"device {device_id} is already registered")
+        self._entries[device_id] = _Entry(profile=profile)
+
+    def profile(self, device_id: int) -> DeviceProfile:
+        """The device's static profile. Raises ``KeyError`` for an unknown id."""
+        return self._entry(device_id).profile
+
+    def report_state(self, device_id: int, state: DeviceState, at_s: float) -> bool:
+        """Store a state the device reported at virtual time ``at_s``.
+
+        Returns:
+            Whether it was stored: a report older than the one held is ignored (reports can
+            arrive out of order); one at the same time replaces it.
+        """
+        entry = self._entry(device_id)
+        if entry.state_at_s is not None and at_s < entry.state_at_s:
+            return False
+        entry.state, entry.state_at_s = state, at_s
+        return True
+
+    def last_state(self, device_id: int) -> DeviceState | None:
+        """The latest reported state; ``None`` if the device never reported."""
+        return self._entry(device_id).state
+
+    def last_report_s(self, device_id: int) -> float | None:
+        """Virtual time of the latest report; ``None`` if the device never reported."""
+        return self._entry(device_id).state_at_s
+
+    def record_result(
+        self, device_id: int, *, ok: bool, cause: str | None, duration_s: float, round: int
+    ) -> None:
+        """Count one finished task.
+
+        Args:
+            device_id: the device.
+            ok: whether it returned an update.
+            cause: why it failed (a ``FailureCause`` or its value); ``None`` when ``ok``.
+            duration_s: its virtual duration (measured speed for the planner).
+            round: the round it started from.
+
+        Raises:
+            ValueError: a failure without a cause, or a success with one.
+        """
+        if ok == (cause is not None):
+            raise ValueError(f"ok={ok} needs cause {'None' if ok else 'set'}, got {cause!r}")
+        entry = self._entry(device_id)
+        entry.tasks += 1
+        if cause is None:
+            entry.completions += 1
+        else:
+            key = str(cause.value) if isinstance(cause, enum.Enum) else cause
+            entry.failures_by_cause[key] = entry.failures_by_cause.get(key, 0) + 1
+        entry.last_duration_s = duration_s
+        entry.last_round = round if entry.last_round is None else max(entry.last_round, round)
+
+    def history(self, device_id: int) -> DeviceHistory:
+        """A copy of the device's task history."""
+        entry = self._entry(device_id)
+        return DeviceHistory(
+            tasks=entry.tasks,
+            completions=entry.completions,
+            failures_by_cause=dict(entry.failures_by_cause),
+            last_duration_s=entry.last_duration_s,
+            last_round=entry.last_round,
+        )
+
+    def ids(self) -> list[int]:
+        """Device ids in enrolment order."""
+        return list(self._entries)
+
+    def ids_by_tier(self) -> dict[str, list[int]]:
+        """Device ids grouped by tier name (tiers in order of first enrolment)."""
+        groups: dict[str, list[int]] = {}
+        for device_id, entry in self._entries.items():
+            groups.setdefault(entry.profile.tier, []).append(device_id)
+        return groups
+
+    def tiers(self) -> list[str]:
+        """Tier names present, in order of first enrolment."""
+        return list(self.ids_by_tier())

@@ -1,0 +1,233 @@
+"""A device's dynamic resources over virtual time: :class:`DeviceTrace` and its generator.
+
+A trace is piecewise constant on a grid of ``params.step_s`` seconds (default 60 s) over a
+horizon (default 48 h). Past the horizon it **wraps**: time ``t`` reads step
+``int(t // step_s) % n_steps``, so a horizon that is a whole number of days keeps the daily
+rhythm (the battery level may jump at the seam). Lookups are O(1).
+
+Random streams: generator ``k`` draws from ``numpy.random.default_rng([seed, device_id, k])``
+with k = 0 habits, 1 memory, 2 network, 3 availability, 4 charging and battery, 5 heat.
+
+>>> from fedfit.devices.catalogue import tier
+>>> trace = generate_trace(tier("sensor_mcu"), seed=1, device_id=7, horizon_s=3600.0)
+>>> trace.state_at(0.0) == generate_trace(tier("sensor_mcu"), seed=1, device_id=7,
+...                                       horizon_s=3600.0).state_at(0.0)
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from fedfit.devices import battery as battery_gen
+from fedfit.devices import generators as gen
+from fedfit.devices.trace_params import TraceParams
+from fedfit.types import DeviceProfile, DeviceState, Link, Thermal
+
+_HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)
+#: The per-step array fields of :class:`DeviceTrace`.
+TRACE_ARRAYS = (
+    "free_memory_bytes",
+    "battery_fraction",
+    "charging",
+    "temperature_c",
+    "link",
+    "bandwidth_bps",
+    "online",
+    "cpu_utilisation",
+)
+
+
+def thermal_of(temperature_c: float | None, params: TraceParams) -> Thermal:
+    """Coarse thermal state: HOT at or above ``params.hot_c``, WARM at or above ``warm_c``.
+
+    ``None`` (no sensor) gives ``Thermal.UNKNOWN``.
+    """
+    if temperature_c is None:
+        return Thermal.UNKNOWN
+    if temperature_c >= params.hot_c:
+        return Thermal.HOT
+    if temperature_c >= params.warm_c:
+        return Thermal.WARM
+    return Thermal.NOMINAL
+
+
+def with_consumption(state: DeviceState, profile: DeviceProfile, consumed_j: float) -> DeviceState:
+    """``state`` with ``consumed_j`` joules of training energy taken from the battery.
+
+    The battery fraction drops by ``consumed_j / battery_capacity_j`` (not below 0); an empty
+    battery takes the device offline. Mains-powered devices and unknown levels are unchanged.
+
+    Args:
+        state: the state before consumption.
+        profile: the device's profile (for its battery capacity).
+        consumed_j: energy drawn by training that the trace does not know about, in joules;
+            the caller decides its window (e.g. since the last charge).
+
+    Raises:
+        ValueError: ``consumed_j`` is negative or not finite.
+    """
+    if not math.isfinite(consumed_j) or consumed_j < 0:
+        raise ValueError(f"consumed_j must be finite and >= 0, got {consumed_j!r}")
+    capacity = profile.battery_capacity_j
+    if consumed_j == 0 or capacity is None or state.battery_fraction is None:
+        return state
+    level = max(0.0, state.battery_fraction - consumed_j / capacity)
+    return dataclasses.replace(state, battery_fraction=level, online=state.online and level > 0)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class DeviceTrace:
+    """One device's dynamic state on a step grid (read-only numpy arrays of equal length).
+
+    Attributes:
+        profile: the device's static profile.
+        params: the parameters the trace was made with (step, thermal thresholds).
+        free_memory_bytes: int64, memory training may use.
+        battery_fraction: float64 in [0, 1]; ``None`` for mains-powered devices.
+        charging: bool; ``None`` for mains-powered devices.
+        temperature_c: float64, NaN where unknown; ``None`` where the device has no sensor.
+        link: int64 codes into :data:`fedfit.devices.generators.LINKS`.
+        bandwidth_bps: float64, 0 exactly when offline.
+        online: bool, idle and willing, on a link and with charge left.
+        cpu_utilisation: float64 background CPU load in [0, 1].
+    """
+
+    profile: DeviceProfile
+    params: TraceParams
+    free_memory_bytes: gen.IntArray
+    battery_fraction: gen.FloatArray | None
+    charging: gen.BoolArray | None
+    temperature_c: gen.FloatArray | None
+    link: gen.IntArray
+    bandwidth_bps: gen.FloatArray
+    online: gen.BoolArray
+    cpu_utilisation: gen.FloatArray
+
+    def __post_init__(self) -> None:
+        n = len(self.free_memory_bytes)
+        for name in TRACE_ARRAYS:
+            array = getattr(self, name)
+            if array is None:
+                continue
+            if len(array) != n or n == 0:
+                raise ValueError(f"trace array {name} has {len(array)} steps, expected {n} > 0")
+            array.flags.writeable = False
+
+    @property
+    def step_s(self) -> float:
+        """Seconds per step of the grid."""
+        return self.params.step_s
+
+    @property
+    def n_steps(self) -> int:
+        """Number of steps before the trace wraps."""
+        return len(self.free_memory_bytes)
+
+    @property
+    def horizon_s(self) -> float:
+        """Virtual seconds covered before the trace wraps."""
+        return self.n_steps * self.params.step_s
+
+    def index_at(self, t_s: float) -> int:
+        """Grid index holding virtual time ``t_s`` (wrapping past the horizon).
+
+        Raises:
+            ValueError: ``t_s`` is negative or not finite.
+        """
+        if not math.isfinite(t_s) or t_s < 0:
+            raise ValueError(f"virtual time must be finite and >= 0, got {t_s!r}")
+        return int(t_s // self.params.step_s) % self.n_steps
+
+    def state_at(self, t_s: float, consumed_j: float = 0.0) -> DeviceState:
+        """The device's state at virtual time ``t_s``, after ``consumed_j`` of training energy.
+
+        Args:
+            t_s: virtual seconds since the start (>= 0).
+            consumed_j: see :func:`with_consumption`.
+
+        Returns:
+            The snapshot; O(1).
+        """
+        i = self.index_at(t_s)
+        temp = None if self.temperature_c is None else float(self.temperature_c[i])
+        temp = None if temp is None or math.isnan(temp) else temp
+        level = self.battery_fraction
+        state = DeviceState(
+            free_memory_bytes=int(self.free_memory_bytes[i]),
+            battery_fraction=None if level is None else float(level[i]),
+            charging=None if self.charging is None else bool(self.charging[i]),
+            temperature_c=temp,
+            thermal=thermal_of(temp, self.params),
+            link=gen.LINKS[int(self.link[i])],
+            bandwidth_bps=float(self.bandwidth_bps[i]),
+            online=bool(self.online[i]),
+            cpu_utilisation=float(self.cpu_utilisation[i]),
+        )
+        return with_consumption(state, self.profile, consumed_j)
+
+
+def generate_trace(
+    profile: DeviceProfile,
+    *,
+    seed: int,
+    device_id: int,
+    params: TraceParams = TraceParams(),
+    horizon_s: float = 172800.0,
+) -> DeviceTrace:
+    """Generate a device's trace: a pure function of its arguments.
+
+    Args:
+        profile: the device's profile; its tier picks the behaviour (``params.behaviour``).
+        seed: experiment seed (>= 0).
+        device_id: the device (>= 0); different ids give independent traces.
+        params: generator parameters.
+        horizon_s: virtual seconds to generate before wrapping (at least one step).
+
+    Returns:
+        The trace. Free memory is ``training_memory_bytes * (1 - app share)`` floored at 0;
+        ``online`` needs willingness, a link and a non-empty battery; background CPU load is
+        ``0.05 + 1.5 * app share`` capped at 1.
+
+    Raises:
+        ValueError: a negative seed or device id, or a horizon shorter than one step.
+    """
+    if seed < 0 or device_id < 0:
+        raise ValueError(f"seed and device_id must be >= 0, got {seed}, {device_id}")
+    if not horizon_s >= params.step_s:
+        raise ValueError(f"horizon_s {horizon_s!r} is shorter than one step ({params.step_s} s)")
+    n = math.ceil(horizon_s / params.step_s)
+    behaviour = params.behaviour(profile.tier)
+
+    def rng(k: int) -> np.random.Generator:
+        return np.random.default_rng([seed, device_id, k])
+
+    offset_h = gen.habit_offset_h(rng(_HABITS), params)
+    share = gen.app_memory_share(rng(_MEMORY), n, params)
+    link, bps = gen.network(rng(_NETWORK), n, params, behaviour, profile.radios, offset_h)
+    willing = gen.availability(rng(_AVAILABILITY), n, params, behaviour, offset_h)
+    online = willing & (link != gen.OFFLINE)
+    level: gen.FloatArray | None = None
+    charging: gen.BoolArray | None = None
+    if profile.battery_capacity_j is not None:
+        energy_rng = rng(_BATTERY)
+        plan = battery_gen.planned_charging(energy_rng, n, params, behaviour, offset_h)
+        level, charging = battery_gen.battery(energy_rng, plan, share, params, behaviour)
+        online &= level > 0
+    free_share = np.clip(1.0 - share, 0.0, 1.0)
+    free = np.floor(profile.training_memory_bytes * free_share).astype(np.int64)
+    return DeviceTrace(
+        profile=profile,
+        params=params,
+        free_memory_bytes=free,
+        battery_fraction=level,
+        charging=charging,
+        temperature_c=battery_gen.temperature(rng(_HEAT), charging, share, params, behaviour),
+        link=link,
+        bandwidth_bps=bps,
+        online=online,
+        cpu_utilisation=np.minimum(1.0, 0.05 + 1.5 * share),
+    )

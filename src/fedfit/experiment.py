@@ -1,0 +1,173 @@
+"""Build and run an experiment from a validated config (the runner: the I/O edge).
+
+``build`` turns an :class:`~fedfit.config.ExperimentConfig` into live objects (data, fleet,
+planner, orchestrator); ``run`` drives the rounds, writes the run directory and returns the
+summary. Nothing below this module reads files, flags or the environment.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fedfit.aggregation import weighting
+from fedfit.config import ExperimentConfig
+from fedfit.cost import MemoryModel, ModelCost, measure
+from fedfit.data import FederatedData, build_federated_data
+from fedfit.devices import DeviceTrace, generate_trace, load_csv_trace, profile_from_mapping, tier
+from fedfit.errors import ConfigError
+from fedfit.models import ModelSpec
+from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
+from fedfit.policy import FixedPlanner
+from fedfit.report import RunDirectory, summarise
+from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
+from fedfit.simulation.fleet import SimulatedFleet
+from fedfit.simulation.workload import Workload, WorkloadRecipe
+from fedfit.training import OptimizerConfig, evaluate
+from fedfit.types import DeviceProfile, Params, RoundReport
+
+
+def data_kwargs(config: ExperimentConfig) -> dict[str, Any]:
+    """Arguments of :func:`fedfit.data.build_federated_data` for this config."""
+    d = config.data
+    return {
+        "dataset": d.dataset, "num_devices": config.num_devices, "partition": d.partition.kind,
+        "seed": config.seed, "path": d.path, "dirichlet_alpha": d.partition.alpha,
+        "shards_per_device": d.partition.shards_per_device, "synthetic_alpha": d.synthetic.alpha,
+        "synthetic_beta": d.synthetic.beta, "synthetic_iid": d.synthetic.iid,
+        "max_train_samples": d.max_train_samples, "max_test_samples": d.max_test_samples,
+        "local_test_fraction": d.local_test_fraction,
+    }
+
+
+def fleet_profiles(config: ExperimentConfig) -> list[DeviceProfile]:
+    """One profile per device: tiers in config order, device ids counting up."""
+    custom = {name: profile_from_mapping(name, spec) for name, spec in config.fleet.custom_tiers.items()}
+    profiles: list[DeviceProfile] = []
+    for name, count in config.fleet.tiers.items():
+        profile = custom[name] if name in custom else tier(name)
+        profiles.extend([profile] * count)
+    return profiles
+
+
+def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> list[DeviceTrace]:
+    """Seeded generated traces, with the user's CSV traces laid over the named devices."""
+    traces = [generate_trace(p, seed=config.seed, device_id=i) for i, p in enumerate(profiles)]
+    for device, path in config.fleet.traces.items():
+        if not 0 <= device < len(traces):
+            raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(traces)})")
+        traces[device] = load_csv_trace(path, traces[device])
+    return traces
+
+
+@dataclass
+class Experiment:
+    """Live objects of one experiment."""
+
+    config: ExperimentConfig
+    workload: Workload
+    fleet: SimulatedFleet
+    orchestrator: SyncOrchestrator
+    executor: Executor
+    initial_params: Params
+
+    @property
+    def data(self) -> FederatedData:
+        return self.workload.data
+
+
+def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Workload) -> Executor:
+    if config.simulation.executor == "process":
+        return ProcessPoolExecutor(recipe, config.simulation.workers)
+    return LocalExecutor(workload)
+
+
+def _evaluator(workload: Workload) -> Callable[[Params], tuple[float, float]]:
+    test = workload.data.global_test
+    model = workload.module(workload.recipe.model.width)
+    return lambda params: evaluate(model, params, test.x, test.y)
+
+
+def build(config: ExperimentConfig) -> Experiment:
+    """Build every object of an experiment from its config.
+
+    Raises:
+        ConfigError / DataError: the config names something that does not exist.
+    """
+    t = config.training
+    profiles = fleet_profiles(config)
+    recipe_data = tuple(sorted(data_kwargs(config).items()))
+    data = build_federated_data(**dict(recipe_data))
+    spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width)
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, OptimizerConfig(t.momentum, t.weight_decay))
+    workload = Workload(recipe, data)
+    torch.manual_seed(config.seed)
+    initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
+    costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
+    executor = _executor(config, recipe, workload)
+    fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
+                           num_examples=[len(d) for d in data.train], costs=costs,
+                           memory=MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0),
+                           executor=executor)
+    o = config.orchestration
+    planner = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                           max_steps=t.max_steps, deadline_s=o.deadline_s)
+    sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
+                      over_selection=o.over_selection, deadline_s=o.deadline_s,
+                      eval_every=config.evaluation.every)
+    orchestrator = SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting),
+                                    evaluator=_evaluator(workload), config=sync, seed=config.seed)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+
+
+@contextmanager
+def built(config: ExperimentConfig) -> Iterator[Experiment]:
+    """:func:`build`, closing the executor afterwards."""
+    exp = build(config)
+    try:
+        yield exp
+    finally:
+        exp.executor.close()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished run produced."""
+
+    reports: tuple[RoundReport, ...]
+    summary: dict[str, Any]
+    run_dir: Path | None
+    params: Params
+
+
+def run(config: ExperimentConfig, run_dir: Path | None = None,
+        on_round: Callable[[RoundOutcome], None] | None = None) -> RunResult:
+    """Run an experiment to the end; write ``run_dir`` when given.
+
+    Args:
+        config: the validated experiment.
+        run_dir: directory for config, logs, summary and plots (``None``: write nothing).
+        on_round: called after each round (progress display).
+    """
+    reports: list[RoundReport] = []
+    with built(config) as exp:
+        out = RunDirectory(run_dir, config.model_dump(mode="json")) if run_dir else None
+        params = exp.initial_params
+        for outcome in exp.orchestrator.rounds(params):
+            reports.append(outcome.report)
+            params = outcome.params
+            if out:
+                out.log_round(outcome.report, outcome.results)
+            if on_round:
+                on_round(outcome)
+    summary = summarise(reports, config.evaluation.target_accuracy)
+    if out:
+        out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
+                   plots=config.output.plots)
+    return RunResult(tuple(reports), summary, run_dir, params)

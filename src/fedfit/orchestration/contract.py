@@ -1,0 +1,52 @@
+"""The Fleet contract: what the orchestrator needs from devices, simulated or real.
+
+``SimulatedFleet`` (virtual clock, in-process or pooled training) and a network fleet implement
+it; the orchestrator cannot tell them apart. Results come back as events ordered by the time
+they happened.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan
+
+
+class Fleet(Protocol):
+    """Devices that take training plans and return results as timed events."""
+
+    def device_ids(self) -> list[int]:
+        """All enrolled devices."""
+        ...
+
+    def profile(self, device_id: int) -> DeviceProfile:
+        """A device's static profile."""
+        ...
+
+    def snapshot(self, device_id: int, at_s: float) -> DeviceState:
+        """The device's state as its monitor reports it at ``at_s``."""
+        ...
+
+    def num_examples(self, device_id: int) -> int:
+        """Size of the device's local training set."""
+        ...
+
+    def busy(self, device_id: int) -> bool:
+        """Whether the device has a task in flight."""
+        ...
+
+    def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
+        """Send ``plan`` with the starting ``params`` to its device at ``now_s``."""
+        ...
+
+    def next_result(self) -> TaskResult | None:
+        """The earliest pending result, or ``None`` when nothing is in flight."""
+        ...
+
+    def peek_time(self) -> float | None:
+        """Virtual time of the earliest pending result, or ``None``."""
+        ...
+
+    def cancel_pending(self) -> list[TrainPlan]:
+        """Withdraw every task still in flight; returns their plans."""
+        ...

@@ -1,0 +1,46 @@
+"""Counting what a round's task results did: participation, failures, bytes and energy."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from fedfit.types import FailureCause, TaskResult
+
+
+@dataclass
+class RoundTally:
+    """Mutable counters of one round, turned into a :class:`~fedfit.types.RoundReport`."""
+
+    invited: Counter[str] = field(default_factory=Counter)
+    participants: Counter[str] = field(default_factory=Counter)
+    failures_by_cause: Counter[str] = field(default_factory=Counter)
+    failures_by_tier: Counter[str] = field(default_factory=Counter)
+    micro_batches: dict[str, list[int]] = field(default_factory=dict)
+    bytes_up: int = 0
+    bytes_down: int = 0
+    energy_j: float = 0.0
+    rejected: int = 0
+
+    def count_result(self, result: TaskResult) -> None:
+        """Bytes down and energy of a task that ended, successfully or not."""
+        self.bytes_down += result.cost.bytes_down
+        self.energy_j += result.cost.energy_j
+
+    def count_failure(self, tier: str, cause: FailureCause) -> None:
+        self.failures_by_cause[cause.value] += 1
+        self.failures_by_tier[tier] += 1
+
+    def count_rejected(self, tier: str) -> None:
+        """An update that arrived but failed validation: no longer a participant."""
+        self.rejected += 1
+        self.participants[tier] -= 1
+        self.count_failure(tier, FailureCause.REJECTED)
+
+    def count_success(self, result: TaskResult) -> None:
+        self.participants[result.tier] += 1
+        self.bytes_up += result.cost.bytes_up
+        self.micro_batches.setdefault(result.tier, []).append(result.plan.micro_batch)
+
+    def mean_micro_batch(self) -> dict[str, float]:
+        return {t: sum(v) / len(v) for t, v in sorted(self.micro_batches.items())}

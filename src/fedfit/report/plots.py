@@ -1,0 +1,79 @@
+"""PNG plots of a run: accuracy against virtual time, participation and failures per tier."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from fedfit.types import RoundReport  # noqa: E402
+
+
+def _accuracy_series(reports: Sequence[RoundReport]) -> tuple[list[float], list[float]]:
+    pts = [(r.virtual_time_s / 60.0, r.accuracy) for r in reports if r.accuracy is not None]
+    return [p[0] for p in pts], [float(p[1]) for p in pts if p[1] is not None]
+
+
+def plot_accuracy(runs: Mapping[str, Sequence[RoundReport]], path: Path, target: float | None = None) -> None:
+    """Accuracy vs virtual minutes, one line per run (overlaid for ``compare``)."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, reports in runs.items():
+        xs, ys = _accuracy_series(reports)
+        ax.plot(xs, ys, marker=".", label=name)
+    if target is not None:
+        ax.axhline(target, color="grey", linestyle="--", linewidth=0.8, label=f"target {target:.2f}")
+    ax.set_xlabel("virtual time (min)")
+    ax.set_ylabel("test accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_participation(reports: Sequence[RoundReport], path: Path) -> None:
+    """Per tier: invitations, completed updates and failures by tier (bars)."""
+    invited: Counter[str] = Counter()
+    joined: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    for r in reports:
+        invited.update(r.invited_by_tier)
+        joined.update(r.participants_by_tier)
+        failed.update(r.failures_by_tier)
+    tiers = sorted(invited)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = range(len(tiers))
+    for offset, (label, counts) in zip((-0.27, 0.0, 0.27), (("invited", invited), ("updates", joined),
+                                                           ("failures", failed)), strict=True):
+        ax.bar([x + offset for x in xs], [counts[t] for t in tiers], width=0.27, label=label)
+    ax.set_xticks(list(xs), tiers, rotation=15)
+    ax.set_ylabel("tasks")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_failures(reports: Sequence[RoundReport], path: Path) -> None:
+    """Failures by cause per round (stacked)."""
+    causes = sorted({c for r in reports for c in r.failures_by_cause})
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    bottom = [0] * len(reports)
+    rounds = [r.round for r in reports]
+    for cause in causes:
+        vals = [r.failures_by_cause.get(cause, 0) for r in reports]
+        ax.bar(rounds, vals, bottom=bottom, label=cause)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_xlabel("round")
+    ax.set_ylabel("failed tasks")
+    if causes:
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

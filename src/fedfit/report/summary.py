@@ -1,0 +1,66 @@
+"""Summaries of a run from its round reports (pure functions, no I/O)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from fedfit.types import RoundReport, TaskResult
+
+
+def report_record(report: RoundReport) -> dict[str, Any]:
+    """A round report as one JSON-ready ``metrics.jsonl`` record."""
+    return dataclasses.asdict(report)
+
+
+def event_record(result: TaskResult) -> dict[str, Any]:
+    """A task result as one JSON-ready ``events.jsonl`` record (no tensors, no wall time)."""
+    outcome = result.outcome
+    cause = None if result.ok else getattr(outcome, "cause").value
+    return {
+        "round": result.plan.round, "device": result.plan.device_id, "tier": result.tier,
+        "start_s": result.start_s, "finish_s": result.finish_s, "ok": result.ok, "cause": cause,
+        "micro_batch": result.plan.micro_batch, "accumulation": result.plan.accumulation_steps,
+        "width": result.plan.width, "free_memory_bytes": result.free_memory_bytes,
+        "peak_memory_bytes": result.cost.peak_memory_bytes, "energy_j": result.cost.energy_j,
+    }
+
+
+def time_to_target(reports: Sequence[RoundReport], target: float) -> float | None:
+    """Virtual seconds until the evaluated accuracy first reaches ``target`` (``None``: never)."""
+    for r in reports:
+        if r.accuracy is not None and r.accuracy >= target:
+            return r.virtual_time_s
+    return None
+
+
+def summarise(reports: Sequence[RoundReport], target: float) -> dict[str, Any]:
+    """Headline figures of a run: accuracy, time to target, failures, participation per tier."""
+    evaluated = [r for r in reports if r.accuracy is not None]
+    invited: Counter[str] = Counter()
+    joined: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    for r in reports:
+        invited.update(r.invited_by_tier)
+        joined.update(r.participants_by_tier)
+        failures.update(r.failures_by_cause)
+    last = reports[-1] if reports else None
+    return {
+        "rounds": len(reports),
+        "final_accuracy": evaluated[-1].accuracy if evaluated else None,
+        "best_accuracy": max((r.accuracy or 0.0) for r in evaluated) if evaluated else None,
+        "target_accuracy": target,
+        "time_to_target_s": time_to_target(reports, target),
+        "virtual_time_s": last.virtual_time_s if last else 0.0,
+        "wall_time_s": last.wall_time_s if last else 0.0,
+        "failures_by_cause": dict(sorted(failures.items())),
+        "invited_by_tier": dict(sorted(invited.items())),
+        "participants_by_tier": dict(sorted(joined.items())),
+        "participation_by_tier": {t: joined[t] / n for t, n in sorted(invited.items()) if n},
+        "bytes_up": sum(r.bytes_up for r in reports),
+        "bytes_down": sum(r.bytes_down for r in reports),
+        "energy_j": sum(r.energy_j for r in reports),
+        "rejected_updates": sum(r.rejected_updates for r in reports),
+    }

@@ -1,0 +1,42 @@
+"""A discrete-event queue on the virtual clock.
+
+Events pop in order of virtual time; ties pop in insertion order, so the trace is deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class EventQueue(Generic[T]):
+    """Min-heap of (virtual time, insertion order, item)."""
+
+    _heap: list[tuple[float, int, T]] = field(default_factory=list)
+    _order: itertools.count[int] = field(default_factory=itertools.count)
+
+    def push(self, at_s: float, item: T) -> None:
+        """Schedule ``item`` at virtual time ``at_s``."""
+        heapq.heappush(self._heap, (at_s, next(self._order), item))
+
+    def pop(self) -> tuple[float, T]:
+        """Remove and return the earliest (time, item). Raises ``IndexError`` when empty."""
+        at_s, _, item = heapq.heappop(self._heap)
+        return at_s, item
+
+    def peek_time(self) -> float | None:
+        """Time of the earliest event, or ``None`` when empty."""
+        return self._heap[0][0] if self._heap else None
+
+    def drain(self) -> list[T]:
+        """Remove every event, earliest first."""
+        items = [heapq.heappop(self._heap)[2] for _ in range(len(self._heap))]
+        return items
+
+    def __len__(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,173 @@
+"""SimulatedFleet: devices on a discrete-event virtual clock, training real PyTorch models.
+
+At dispatch the cost model decides, from the device's state at that virtual moment, how the
+task ends and when: offline (unreachable, or the device goes offline mid-task), out of memory
+(peak bytes above free memory), battery (the task's energy exceeds the charge left above the
+reserve), or success after download + compute + upload. Successful tasks are trained by the
+executor; every outcome is an event at its virtual time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from fedfit.devices import with_consumption
+from fedfit.cost import MemoryModel, ModelCost, task_cost
+from fedfit.simulation.clock import EventQueue
+from fedfit.simulation.executors import Executor, Handle
+from fedfit.simulation.workload import TrainTask
+from fedfit.types import (
+    DeviceProfile, DeviceState, Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update,
+)
+
+#: Battery share a device keeps for its user; training never drains below it.
+BATTERY_RESERVE = 0.05
+
+
+def payload_bytes(params: Params) -> int:
+    """Bytes of a parameter payload as sent on the wire (raw tensor bytes)."""
+    return sum(t.numel() * t.element_size() for t in params.values())
+
+
+class StateTrace(Protocol):
+    """Anything that tells a device's state at a virtual time (generated or CSV traces)."""
+
+    def state_at(self, t_s: float) -> DeviceState: ...
+
+
+#: Measured model cost at a width: ``costs(width) -> ModelCost``.
+CostTable = Callable[[float], ModelCost]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pending:
+    """A task in flight: its decided ending, and the training handle when it succeeds."""
+
+    result: TaskResult
+    handle: Handle | None
+
+
+class SimulatedFleet:
+    """A fleet of simulated devices (implements :class:`fedfit.orchestration.contract.Fleet`).
+
+    Args:
+        profiles: static profile of each device, indexed by device id.
+        traces: dynamic-state trace of each device.
+        num_examples: local training-set size of each device.
+        costs: measured model cost per width (``costs(width) -> ModelCost``).
+        memory: the memory model.
+        executor: runs the training of successful tasks.
+    """
+
+    def __init__(self, *, profiles: Sequence[DeviceProfile], traces: Sequence[StateTrace],
+                 num_examples: Sequence[int], costs: CostTable, memory: MemoryModel,
+                 executor: Executor) -> None:
+        self._profiles, self._traces, self._examples = list(profiles), list(traces), list(num_examples)
+        self._costs, self._memory, self._executor = costs, memory, executor
+        self._consumed_j = [0.0] * len(self._profiles)
+        self._queue: EventQueue[_Pending] = EventQueue()
+        self._busy: set[int] = set()
+
+    def device_ids(self) -> list[int]:
+        return list(range(len(self._profiles)))
+
+    def profile(self, device_id: int) -> DeviceProfile:
+        return self._profiles[device_id]
+
+    def num_examples(self, device_id: int) -> int:
+        return self._examples[device_id]
+
+    def busy(self, device_id: int) -> bool:
+        return device_id in self._busy
+
+    def energy_used_j(self, device_id: int) -> float:
+        """Energy the device has spent on fedfit tasks so far."""
+        return self._consumed_j[device_id]
+
+    def snapshot(self, device_id: int, at_s: float) -> DeviceState:
+        state = self._traces[device_id].state_at(at_s)
+        return with_consumption(state, self._profiles[device_id], self._consumed_j[device_id])
+
+    def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
+        device = plan.device_id
+        profile, state = self._profiles[device], self.snapshot(device, now_s)
+        size = payload_bytes(params)
+        cost = task_cost(plan=plan, profile=profile, state=state, cost=self._costs(plan.width),
+                         memory=self._memory, num_examples=self._examples[device],
+                         bytes_down=size, bytes_up=size)
+        finish_s, failure, spent_j = self._outcome(plan, profile, state, cost, now_s)
+        self._consumed_j[device] += spent_j
+        if failure is not None:  # report what was actually spent and sent
+            sent_down = cost.bytes_down if finish_s > now_s else 0
+            cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
+        handle = None if failure else self._executor.submit(TrainTask(plan, params))
+        # A success's outcome is filled with the trained Update when the event pops.
+        outcome: Update | Failure = failure or Failure(device, plan.round, FailureCause.REJECTED, "pending")
+        result = TaskResult(plan=plan, tier=profile.tier, start_s=now_s, finish_s=finish_s,
+                            outcome=outcome, cost=cost, free_memory_bytes=state.free_memory_bytes)
+        self._busy.add(device)
+        self._queue.push(finish_s, _Pending(result, handle))
+
+    def _outcome(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState,
+                 cost: TaskCost, now_s: float) -> tuple[float, Failure | None, float]:
+        """(finish time, failure or None, energy spent) of a task from its modelled cost."""
+        def fail(cause: FailureCause, at_s: float, detail: str, spent: float) -> tuple[float, Failure, float]:
+            return at_s, Failure(plan.device_id, plan.round, cause, detail), spent
+
+        if not state.online or not math.isfinite(cost.download_s):
+            return fail(FailureCause.OFFLINE, now_s, "unreachable at dispatch", 0.0)
+        download_j = profile.radio_power_w * cost.download_s
+        if cost.peak_memory_bytes > state.free_memory_bytes:
+            detail = f"peak {cost.peak_memory_bytes} B > free {state.free_memory_bytes} B"
+            return fail(FailureCause.OUT_OF_MEMORY, now_s + cost.download_s, detail, download_j)
+        battery_end = self._battery_exhausted_at(profile, state, cost, now_s)
+        if battery_end is not None:
+            return fail(FailureCause.BATTERY, battery_end[0], "battery at reserve", battery_end[1])
+        offline_at = self._offline_during(plan.device_id, now_s, now_s + cost.duration_s)
+        if offline_at is not None:
+            share = (offline_at - now_s) / max(cost.duration_s, 1e-9)
+            return fail(FailureCause.OFFLINE, offline_at, "went offline mid-task", cost.energy_j * share)
+        return now_s + cost.duration_s, None, cost.energy_j
+
+    def _battery_exhausted_at(self, profile: DeviceProfile, state: DeviceState, cost: TaskCost,
+                              now_s: float) -> tuple[float, float] | None:
+        if profile.battery_capacity_j is None or state.battery_fraction is None or state.charging:
+            return None
+        available_j = (state.battery_fraction - BATTERY_RESERVE) * profile.battery_capacity_j
+        if cost.energy_j <= available_j:
+            return None
+        available_j = max(0.0, available_j)
+        return now_s + cost.duration_s * available_j / cost.energy_j, available_j
+
+    def _offline_during(self, device: int, start_s: float, end_s: float, step_s: float = 60.0) -> float | None:
+        t = start_s + step_s
+        while t < end_s:
+            if not self._traces[device].state_at(t).online:
+                return t
+            t += step_s
+        return None if self._traces[device].state_at(end_s).online else end_s
+
+    def next_result(self) -> TaskResult | None:
+        if not self._queue:
+            return None
+        _, pending = self._queue.pop()
+        self._busy.discard(pending.result.plan.device_id)
+        if pending.handle is None:
+            return pending.result
+        return dataclasses.replace(pending.result, outcome=pending.handle.result())
+
+    def peek_time(self) -> float | None:
+        return self._queue.peek_time()
+
+    def cancel_pending(self) -> list[TrainPlan]:
+        plans = []
+        for pending in self._queue.drain():
+            if pending.handle is not None:
+                pending.handle.cancel()
+            self._busy.discard(pending.result.plan.device_id)
+            plans.append(pending.result.plan)
+        return plans
+

@@ -1,0 +1,41 @@
+"""Named strategies for ``fedfit compare``: each is a set of dotted config overrides.
+
+Built-in names cover the baselines; a config's ``strategies:`` section adds or replaces names,
+e.g. ``strategies: {small-batch: {training.batch_size: 8}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fedfit.config import ExperimentConfig, with_overrides
+from fedfit.errors import ConfigError
+
+BUILTIN: dict[str, dict[str, Any]] = {
+    "fedavg": {},
+    "fixed32": {"training.batch_size": 32},
+    "fixed16": {"training.batch_size": 16},
+    "fixed8": {"training.batch_size": 8},
+    "fixed4": {"training.batch_size": 4},
+    "overselect": {"orchestration.over_selection": 0.3},
+}
+
+
+def strategy_names(config: ExperimentConfig) -> list[str]:
+    """Every strategy name this config can use."""
+    return sorted({*BUILTIN, *config.strategies})
+
+
+def apply_strategy(config: ExperimentConfig, name: str) -> ExperimentConfig:
+    """``config`` with strategy ``name``'s overrides applied (the config's own names win).
+
+    Raises:
+        ConfigError: unknown strategy, or an override that does not fit the config.
+    """
+    overrides = config.strategies.get(name, BUILTIN.get(name))
+    if overrides is None:
+        raise ConfigError(f"--strategy: unknown strategy '{name}' (known: {', '.join(strategy_names(config))})")
+    try:
+        return with_overrides(config, overrides).model_copy(update={"name": f"{config.name}:{name}"})
+    except ConfigError as err:
+        raise ConfigError(f"strategies.{name}.{err}") from None

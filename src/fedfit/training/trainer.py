@@ -1,0 +1,114 @@
+"""The local trainer: run a :class:`~fedfit.types.TrainPlan` on a device's data.
+
+Plain PyTorch. Micro-batches of ``plan.micro_batch`` samples are passed through
+forward/backward; gradients of ``plan.accumulation_steps`` micro-batches are summed (each loss
+scaled by its share of the effective batch) before one optimiser step, so micro-batch m with k
+accumulation steps gives the same step as batch m·k. Shuffling uses a generator seeded from
+(seed, device, round): the same task trains the same way in any process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from fedfit.types import Params, TrainPlan, Update
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerConfig:
+    """Local optimiser hyperparameters (the learning rate comes from the plan)."""
+
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+
+def task_generator(seed: int, device_id: int, round_: int) -> torch.Generator:
+    """The RNG of one task, derived from (seed, device, round) only."""
+    state = np.random.SeedSequence([seed, device_id, round_]).generate_state(1, dtype=np.uint64)
+    return torch.Generator().manual_seed(int(state[0]) & 0x7FFF_FFFF_FFFF_FFFF)
+
+
+def _batches(n: int, plan: TrainPlan, gen: torch.Generator) -> list[torch.Tensor]:
+    """Index tensors of each effective batch, epoch after epoch, capped by ``max_steps``."""
+    out: list[torch.Tensor] = []
+    for _ in range(plan.local_epochs):
+        order = torch.randperm(n, generator=gen)
+        out.extend(order.split(plan.effective_batch))
+    return out[: plan.max_steps] if plan.max_steps is not None else out
+
+
+def _step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, micro: int) -> float:
+    """Forward/backward one effective batch in micro-batches; returns the summed loss."""
+    total = 0.0
+    for xs, ys in zip(x.split(micro), y.split(micro), strict=True):
+        loss = nn.functional.cross_entropy(model(xs), ys, reduction="sum") / len(x)
+        loss.backward()
+        total += float(loss.detach()) * len(x)
+    return total
+
+
+def train(
+    model: nn.Module,
+    params: Params,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    plan: TrainPlan,
+    *,
+    seed: int,
+    optimizer: OptimizerConfig = OptimizerConfig(),
+) -> Update:
+    """Train ``model`` from ``params`` on (x, y) following ``plan``.
+
+    Args:
+        model: a module with the architecture of ``params`` (its weights are overwritten).
+        params: starting parameters.
+        x, y: the device's local training data.
+        plan: micro-batch, accumulation, epochs, step cap and learning rate.
+        seed: experiment seed (with device and round it fixes the shuffling).
+        optimizer: momentum and weight decay of local SGD.
+
+    Returns:
+        The :class:`Update` with the trained parameters and the work done.
+    """
+    model.load_state_dict(params)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=plan.lr, momentum=optimizer.momentum,
+                          weight_decay=optimizer.weight_decay)
+    gen = task_generator(seed, plan.device_id, plan.round)
+    loss_sum, samples, steps = 0.0, 0, 0
+    for idx in _batches(len(x), plan, gen):
+        opt.zero_grad(set_to_none=True)
+        loss_sum += _step(model, x[idx], y[idx], plan.micro_batch)
+        opt.step()
+        samples += len(idx)
+        steps += 1
+    return Update(
+        device_id=plan.device_id,
+        round=plan.round,
+        params={k: v.detach().clone() for k, v in model.state_dict().items()},
+        num_examples=len(x),
+        samples_processed=samples,
+        steps=steps,
+        micro_batch=plan.micro_batch,
+        accumulation_steps=plan.accumulation_steps,
+        train_loss=loss_sum / max(samples, 1),
+    )
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, params: Params, x: torch.Tensor, y: torch.Tensor,
+             batch: int = 1024) -> tuple[float, float]:
+    """(accuracy, mean cross-entropy) of ``params`` on (x, y)."""
+    model.load_state_dict(params)
+    model.eval()
+    correct, loss = 0, 0.0
+    for xs, ys in zip(x.split(batch), y.split(batch), strict=True):
+        out = model(xs)
+        loss += float(nn.functional.cross_entropy(out, ys, reduction="sum"))
+        correct += int((out.argmax(1) == ys).sum())
+    n = max(len(x), 1)
+    return correct / n, loss / n

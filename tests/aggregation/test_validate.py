@@ -1,0 +1,23 @@
+import pytest
+import torch
+
+from fedfit.aggregation import validate_params
+from fedfit.errors import UpdateRejected
+
+MASTER = {"w": torch.zeros(2, 3)}
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"w": torch.zeros(3, 2)}, "shape"),
+    ({"w": torch.zeros(2, 3, dtype=torch.float64)}, "dtype"),
+    ({"w": torch.tensor([[0.0, float("nan"), 0.0], [0.0, 0.0, 0.0]])}, "non-finite"),
+    ({"w": torch.full((2, 3), float("inf"))}, "non-finite"),
+    ({"x": torch.zeros(2, 3)}, "unknown parameter"),
+])
+def test_bad_update_is_rejected_with_reason(params: dict, fragment: str) -> None:
+    with pytest.raises(UpdateRejected, match=fragment):
+        validate_params(MASTER, params)
+
+
+def test_good_update_passes() -> None:
+    validate_params(MASTER, {"w": torch.ones(2, 3)})

@@ -1,0 +1,60 @@
+"""Config validation: every bad input is one line naming the key."""
+
+from pathlib import Path
+
+import pytest
+
+from fedfit.config import ExperimentConfig, load_config, parse_config, with_overrides
+from fedfit.errors import ConfigError
+
+
+@pytest.mark.parametrize("raw, fragment", [
+    ({"trainig": {}}, "trainig: unknown key"),
+    ({"training": {"batchsize": 8}}, "training.batchsize: unknown key"),
+    ({"training": {"batch_size": 0}}, "training.batch_size"),
+    ({"training": {"batch_size": "many"}}, "training.batch_size"),
+    ({"training": {"lr": -0.1}}, "training.lr"),
+    ({"orchestration": {"rounds": 0}}, "orchestration.rounds"),
+    ({"orchestration": {"mode": "gossip"}}, "orchestration.mode"),
+    ({"orchestration": {"deadline_s": -5}}, "orchestration.deadline_s"),
+    ({"data": {"dataset": "cifar100"}}, "data.dataset"),
+    ({"data": {"partition": {"alpha": 0}}}, "data.partition.alpha"),
+    ({"model": {"width": 1.5}}, "model.width"),
+    ({"fleet": {"tiers": {"older_phone": -1}}}, "fleet.tiers.older_phone"),
+    ({"fleet": {"tiers": {}}}, "fleet"),
+    ({"evaluation": {"target_accuracy": 2}}, "evaluation.target_accuracy"),
+    ({"simulation": {"executor": "gpu"}}, "simulation.executor"),
+])
+def test_bad_config_names_the_key(raw: dict, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw)
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_defaults_are_valid() -> None:
+    config = parse_config({})
+    assert config == ExperimentConfig()
+    assert config.num_devices == 30
+
+
+def test_yaml_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    top = tmp_path / "list.yaml"
+    top.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(top)
+
+
+def test_overrides_apply_and_validate() -> None:
+    config = with_overrides(ExperimentConfig(), {"training.batch_size": 8, "orchestration.rounds": 3})
+    assert config.training.batch_size == 8 and config.orchestration.rounds == 3
+    with pytest.raises(ConfigError, match="training.nope: unknown key"):
+        with_overrides(config, {"training.nope": 1})
+    with pytest.raises(ConfigError, match="training.batch_size"):
+        with_overrides(config, {"training.batch_size": -2})
