@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from fedfit.types import DeviceProfile, DeviceState, Link, Thermal, UtilisationCurve
@@ -20,3 +21,21 @@ def state(**overrides: Any) -> DeviceState:
     base = DeviceState(free_memory_bytes=2**26, battery_fraction=0.9, charging=False, temperature_c=30.0,
                        thermal=Thermal.NOMINAL, link=Link.WIFI, bandwidth_bps=1e7, online=True)
     return replace(base, **overrides)
+
+
+def write_fashion_like(folder: Path, n_train: int = 480, n_test: int = 100, seed: int = 0) -> Path:
+    """A Fashion-MNIST-shaped IDX folder (28×28 uint8 images, 10 labels) with learnable classes."""
+    import numpy as np
+
+    from fedfit.data import write_idx
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        labels = (np.arange(n) % 10).astype(np.uint8)
+        images = rng.integers(0, 60, (n, 28, 28), dtype=np.uint8)
+        for i, label in enumerate(labels):  # a bright band whose row encodes the class
+            images[i, 2 + 2 * label: 4 + 2 * label, :] = 255
+        write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
+        write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
+    return folder

@@ -1,0 +1,92 @@
+"""The command line: run, compare, devices, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedfit.cli import main
+
+SMALL = {
+    "name": "cli", "seed": 1,
+    "data": {"dataset": "digits", "partition": {"kind": "iid"}, "max_train_samples": 600, "max_test_samples": 100},
+    "model": {"name": "logreg"},
+    "fleet": {"tiers": {"flagship_phone": 3, "older_phone": 3}},
+    "training": {"batch_size": 8},
+    "orchestration": {"rounds": 2, "clients_per_round": 4},
+    "output": {"plots": True, "progress": False},
+    "strategies": {"tiny-batch": {"training.batch_size": 2}},
+}
+
+
+def _write(tmp_path: Path, raw: dict) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_run_writes_the_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", str(_write(tmp_path, SMALL)), "--out", str(tmp_path / "run")])
+    assert code == 0
+    assert (tmp_path / "run" / "summary.json").is_file()
+    assert (tmp_path / "run" / "accuracy.png").is_file()
+    assert "final accuracy" in capsys.readouterr().out
+
+
+def test_set_overrides_a_key(tmp_path: Path) -> None:
+    main(["run", str(_write(tmp_path, SMALL)), "--out", str(tmp_path / "r"), "--set", "orchestration.rounds=1"])
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["rounds"] == 1
+
+
+def test_compare_prints_json_for_each_strategy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["compare", str(_write(tmp_path, SMALL)), "--strategy", "fedavg", "--strategy", "tiny-batch",
+                 "--json", "--out", str(tmp_path / "cmp")])
+    assert code == 0
+    table = json.loads(capsys.readouterr().out)
+    assert set(table) == {"fedavg", "tiny-batch"}
+    for summary in table.values():
+        assert {"time_to_target_s", "final_accuracy", "failures_by_cause", "participation_by_tier"} <= set(summary)
+    assert (tmp_path / "cmp" / "compare_accuracy.png").is_file()
+
+
+def test_compare_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["compare", str(_write(tmp_path, SMALL)), "--strategy", "fedavg", "--out", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert "time to target" in out and "fedavg" in out
+
+
+def test_devices_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["devices", "--json"]) == 0
+    tiers = json.loads(capsys.readouterr().out)
+    assert {"flagship_phone", "midrange_phone", "older_phone", "tablet", "smartwatch", "sensor_mcu",
+            "vehicle_computer"} <= set(tiers)
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"training": {"batch_size": 0}}, "training.batch_size"),
+    ({"bogus": 1}, "bogus: unknown key"),
+    ({"fleet": {"tiers": {"android_toaster": 2}}}, "unknown device tier 'android_toaster'"),
+    ({"data": {"dataset": "fashion_mnist", "path": "/nonexistent/fmnist"}}, "/nonexistent/fmnist"),
+    ({"fleet": {"tiers": {"flagship_phone": 2}, "traces": {7: "x.csv"}}}, "fleet.traces.7"),
+    ({"fleet": {"tiers": {"tiny": 2}, "custom_tiers": {"tiny": {"flops_per_s": -1}}}}, "tiny"),
+])
+def test_bad_config_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          change: dict, fragment: str) -> None:
+    code = main(["run", str(_write(tmp_path, {**SMALL, **change})), "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert fragment in err
+    assert err.count("\n") == 1
+
+
+def test_unknown_strategy_and_bad_set_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(_write(tmp_path, SMALL))
+    assert main(["compare", path, "--strategy", "nope"]) == 2
+    assert "unknown strategy 'nope'" in capsys.readouterr().err
+    assert main(["run", path, "--set", "training.batch_size"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.yaml")]) == 2
+    assert "file not found" in capsys.readouterr().err
