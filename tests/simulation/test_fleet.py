@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -132,3 +133,37 @@ def test_virtual_time_is_download_compute_upload() -> None:
     plan = TrainPlan(0, 0, 8)
     assert res.plan.micro_batch == plan.micro_batch
     assert outcome.report.virtual_time_s == res.finish_s == c.download_s + c.compute_s + c.upload_s
+
+
+class PoisonExecutor:
+    """Returns updates with a NaN in them: the server must reject, count and not average them."""
+
+    def __init__(self, inner: LocalExecutor) -> None:
+        self.inner = inner
+
+    def submit(self, task):  # type: ignore[no-untyped-def]
+        update = self.inner.workload.run(task)
+        poisoned = {k: torch.full_like(v, float("nan")) for k, v in update.params.items()}
+
+        class Done:
+            def result(self_inner):  # type: ignore[no-untyped-def]
+                return dataclasses.replace(update, params=poisoned)
+
+            def cancel(self_inner) -> bool:  # type: ignore[no-untyped-def]
+                return False
+
+        return Done()
+
+    def close(self) -> None:
+        return None
+
+
+def test_non_finite_update_is_rejected_and_counted() -> None:
+    _, _, fleet, orch, initial = _setup(2, [state()] * 2, rounds=1)
+    fleet._executor = PoisonExecutor(fleet._executor)  # noqa: SLF001 - inject a faulty device
+    outcome = next(iter(orch.rounds(initial)))
+    assert outcome.report.rejected_updates == 2
+    assert outcome.report.failures_by_cause == {"rejected": 2}
+    assert outcome.report.participants_by_tier == {}
+    for name, value in initial.items():
+        assert torch.equal(outcome.params[name], value)
