@@ -31,6 +31,7 @@ run: setup data
 	$(VENV)/bin/fedfit run
 
 test: setup
+	$(VPY) -m mypy src/fedfit
 	$(VPY) -m pytest -q
 
 bench: setup data
