@@ -18,6 +18,9 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "fixed8": {"training.batch_size": 8},
     "fixed4": {"training.batch_size": 4},
     "overselect": {"orchestration.over_selection": 0.3},
+    "dynamic": {"batching.mode": "dynamic"},
+    "dynamic-ready": {"batching.mode": "dynamic", "batching.selection": "readiness"},
+    "dynamic-batchweight": {"batching.mode": "dynamic", "orchestration.weighting": "batch"},
 }
 
 
