@@ -76,6 +76,9 @@ class DynamicBatchPlanner:
         return self.decide(profile, state)
 
     def readiness(self, profile: DeviceProfile, state: DeviceState) -> int:
-        """The micro-batch the device can afford now; 0 when it would decline."""
+        """The micro-batch the device can afford now; 0 when it would decline or cannot be
+        reached (an offline device does not answer the query)."""
+        if not state.online:
+            return 0
         d = self.decide(profile, state)
         return 0 if d.declined else d.micro_batch
