@@ -41,7 +41,7 @@ class SyntheticConfig(_Section):
 class DataConfig(_Section):
     """Dataset, location and partitioning."""
 
-    dataset: Literal["fashion_mnist", "digits", "synthetic"] = "fashion_mnist"
+    dataset: Literal["fashion_mnist", "digits", "synthetic", "vibration"] = "fashion_mnist"
     path: str = "/usr/share/datasets/fashion-mnist"
     partition: PartitionConfig = PartitionConfig()
     synthetic: SyntheticConfig = SyntheticConfig()
@@ -53,7 +53,7 @@ class DataConfig(_Section):
 class ModelConfig(_Section):
     """Architecture from the zoo and its width multiplier."""
 
-    name: Literal["logreg", "mlp", "cnn"] = "cnn"
+    name: Literal["logreg", "mlp", "cnn", "cnn1d"] = "cnn"
     width: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
 
 
@@ -127,6 +127,12 @@ class BatchingConfig(_Section):
         return self
 
 
+class MemoryConfig(_Section):
+    """The memory model's fixed runtime workspace (allocator slack, kernels' scratch)."""
+
+    workspace_bytes: Annotated[int, Field(ge=0)] = 256 * 1024
+
+
 class EvaluationConfig(_Section):
     """When and against what the global model is evaluated."""
 
@@ -163,6 +169,7 @@ class ExperimentConfig(_Section):
     simulation: SimulationConfig = SimulationConfig()
     output: OutputConfig = OutputConfig()
     batching: BatchingConfig = BatchingConfig()
+    memory: MemoryConfig = MemoryConfig()
     strategies: dict[str, dict[str, Any]] = {}
 
     @property

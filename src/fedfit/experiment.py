@@ -20,7 +20,7 @@ from fedfit.aggregation import weighting
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, measure
 from fedfit.data import FederatedData, build_federated_data
-from fedfit.devices import DeviceTrace, generate_trace, load_csv_trace, profile_from_mapping, tier
+from fedfit.devices import DeviceTrace, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.sync import RoundOutcome, Selector, SyncConfig, SyncOrchestrator
@@ -61,7 +61,8 @@ def fleet_profiles(config: ExperimentConfig) -> list[DeviceProfile]:
 
 def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> list[DeviceTrace]:
     """Seeded generated traces, with the user's CSV traces laid over the named devices."""
-    traces = [generate_trace(p, seed=config.seed, device_id=i) for i, p in enumerate(profiles)]
+    params = TraceParams(step_s=config.fleet.trace_step_s)
+    traces = [generate_trace(p, seed=config.seed, device_id=i, params=params) for i, p in enumerate(profiles)]
     for device, path in config.fleet.traces.items():
         if not 0 <= device < len(traces):
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(traces)})")
@@ -153,7 +154,8 @@ def build(config: ExperimentConfig) -> Experiment:
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     executor = _executor(config, recipe, workload)
-    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
+    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0,
+                         workspace_bytes=config.memory.workspace_bytes)
     num_examples = [len(d) for d in data.train]
     dynamic = _dynamic_planner(config, costs(config.model.width), memory, num_examples)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
