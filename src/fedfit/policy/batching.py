@@ -12,14 +12,18 @@ effective batch reached by gradient accumulation. :func:`decide_batch` applies t
   utilisation curve's ceiling (larger batches only add latency and memory pressure); a busy
   CPU (``cpu_utilisation ≥ busy_cpu``) halves it; the decision records the utilisation and
   the energy per sample at the chosen size (energy per sample falls as utilisation rises);
-* **battery** (not charging): at or above ``full_battery`` the standard size; between
-  ``low_battery`` and ``full_battery`` the cap is ``standard × mid_battery_scale``; below
+* **battery** (not charging): at or above ``full_battery`` the size the other rules allow;
+  between ``low_battery`` and ``full_battery`` that size × ``mid_battery_scale``; below
   ``low_battery`` micro-batch 1 and ``low_battery_work`` of the local work. Charging lifts it;
 * **thermal**: WARM scales the micro-batch by ``warm_scale``; HOT declines the task;
 * **connectivity**: strong Wi-Fi (≥ ``strong_wifi_bps``) allows ``wifi_batch_scale`` × the
   standard batch and ``wifi_epochs`` × the local epochs (one richer update); a poor cellular
   link (< ``poor_link_bps``) scales the micro-batch and the local work by ``poor_link_scale``
   (smaller, more frequent updates);
+
+The caps (memory, standard, compute, low battery) are taken first, their minimum naming the
+rule; the factors (mid-band battery, poor link, warm) then scale it, each naming itself when
+it lowers the micro-batch;
 * **minimum effective batch**: accumulation ``k = ceil(min_effective_batch / micro)`` (or up to
   ``target_effective_batch`` when set).
 
@@ -125,30 +129,34 @@ def _throughput_cap(profile: DeviceProfile, target: float) -> int:
 
 
 def _caps(profile: DeviceProfile, state: DeviceState, rules: BatchingRules) -> list[tuple[BatchRule, int]]:
-    """Upper bounds on the micro-batch from every rule but memory, most specific first."""
+    """Upper bounds on the micro-batch from the standard, compute and low-battery rules."""
     standard = rules.standard_batch
-    strong_wifi = state.link is Link.WIFI and state.bandwidth_bps >= rules.strong_wifi_bps
-    if strong_wifi:
+    if _strong_wifi(state, rules):
         standard = max(1, math.floor(standard * rules.wifi_batch_scale))
     caps = [(BatchRule.STANDARD, standard)]
     compute = min(standard, _throughput_cap(profile, rules.throughput_target))
     busy = state.cpu_utilisation is not None and state.cpu_utilisation >= rules.busy_cpu
     caps.append((BatchRule.COMPUTE, max(1, compute // 2) if busy else compute))
-    battery = _battery_cap(state, rules, standard)
-    if battery is not None:
-        caps.append((BatchRule.BATTERY, battery))
-    if _poor_link(state, rules):
-        caps.append((BatchRule.CONNECTIVITY, max(1, math.floor(standard * rules.poor_link_scale))))
+    if _low_battery(state, rules):
+        caps.append((BatchRule.BATTERY, 1))
     return caps
 
 
-def _battery_cap(state: DeviceState, rules: BatchingRules, standard: int) -> int | None:
+def _scales(state: DeviceState, rules: BatchingRules) -> list[tuple[BatchRule, float]]:
+    """Factors on the capped micro-batch: mid-band battery, poor link, warm device."""
+    scales = []
     level = state.battery_fraction
-    if level is None or state.charging or level >= rules.full_battery:
-        return None
-    if level < rules.low_battery:
-        return 1
-    return max(1, math.floor(standard * rules.mid_battery_scale))
+    if level is not None and not state.charging and rules.low_battery <= level < rules.full_battery:
+        scales.append((BatchRule.BATTERY, rules.mid_battery_scale))
+    if _poor_link(state, rules):
+        scales.append((BatchRule.CONNECTIVITY, rules.poor_link_scale))
+    if state.thermal is Thermal.WARM:
+        scales.append((BatchRule.THERMAL, rules.warm_scale))
+    return scales
+
+
+def _strong_wifi(state: DeviceState, rules: BatchingRules) -> bool:
+    return state.link is Link.WIFI and state.bandwidth_bps >= rules.strong_wifi_bps
 
 
 def _low_battery(state: DeviceState, rules: BatchingRules) -> bool:
@@ -162,13 +170,12 @@ def _poor_link(state: DeviceState, rules: BatchingRules) -> bool:
 
 def _work(state: DeviceState, rules: BatchingRules) -> tuple[int, float]:
     """(epochs multiplier, work fraction) from the network and battery rules."""
-    strong_wifi = state.link is Link.WIFI and state.bandwidth_bps >= rules.strong_wifi_bps
     fraction = 1.0
     if _low_battery(state, rules):
         fraction *= rules.low_battery_work
     if _poor_link(state, rules):
         fraction *= rules.poor_link_scale
-    return (rules.wifi_epochs if strong_wifi else 1), fraction
+    return (rules.wifi_epochs if _strong_wifi(state, rules) else 1), fraction
 
 
 def _accumulation(micro: int, rules: BatchingRules) -> int:
@@ -197,7 +204,7 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
     >>> s = DeviceState(4_000_000, 0.9, False, 30.0, Thermal.NOMINAL, Link.WIFI, 5e7, True, 0.1)
     >>> d = decide_batch(tier("older_phone"), s, measure(ModelSpec("cnn", (1, 28, 28), 10)), MemoryModel())
     >>> d.micro_batch, d.accumulation_steps, d.bound_by.value
-    (13, 1, 'memory')
+    (8, 1, 'memory')
     """
     if state.thermal is Thermal.HOT and rules.decline_hot:
         return _declined(BatchRule.THERMAL, f"thermal: hot ({state.temperature_c} °C), training paused")
@@ -206,8 +213,9 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
         return _declined(BatchRule.MEMORY, f"memory: one sample needs {memory.peak_bytes(cost, 1)} B, "
                                            f"free {state.free_memory_bytes} B")
     rule, micro = min([(BatchRule.MEMORY, fits), *_caps(profile, state, rules)], key=lambda c: c[1])
-    if state.thermal is Thermal.WARM and micro > 1:
-        rule, micro = BatchRule.THERMAL, max(1, math.floor(micro * rules.warm_scale))
+    for scaled_by, factor in _scales(state, rules):
+        if micro > 1 and factor < 1.0:
+            rule, micro = scaled_by, max(1, math.floor(micro * factor))
     epochs, fraction = _work(state, rules)
     utilisation = profile.utilisation.at(micro)
     energy = profile.compute_power_w * cost.train_flops_per_sample / (profile.flops_per_s * utilisation)
