@@ -25,9 +25,10 @@ def _idle(tier: str, **overrides: object):
 
 
 def _fits(free_bytes: int, margin: float) -> int:
-    """Largest b with fixed + b·act ≤ free·(1 − margin), by the formula of DESIGN.md."""
+    """Largest b with fixed + b·(act + transient) ≤ free·(1 − margin), by the memory formula."""
     fixed = CNN.param_bytes * 2 + CNN.activation_fixed_bytes + MEMORY.workspace_bytes
-    return int((free_bytes * (1 - margin) - fixed) // CNN.activation_bytes_per_sample)
+    per_sample = CNN.activation_bytes_per_sample + CNN.backward_transient_bytes_per_sample
+    return int((free_bytes * (1 - margin) - fixed) // per_sample)
 
 
 @pytest.mark.parametrize("tier, batch", [("flagship_phone", 32), ("midrange_phone", 16), ("older_phone", 8)])
