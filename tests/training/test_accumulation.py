@@ -13,7 +13,7 @@ def _images(n: int = 48) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(n, 1, 8, 8, generator=g), torch.randint(0, 10, (n,), generator=g)
 
 
-@pytest.mark.parametrize("micro, steps", [(1, 16), (2, 8), (4, 4), (8, 2)])
+@pytest.mark.parametrize("micro, steps", [(1, 16), (4, 4)])
 def test_cnn_micro_batch_times_accumulation_equals_batch(micro: int, steps: int) -> None:
     x, y = _images()
     torch.manual_seed(0)
