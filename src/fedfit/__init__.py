@@ -14,17 +14,19 @@ from fedfit.experiment import Experiment, RunResult, build, run
 from fedfit.models import ModelSpec, build_model
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
-from fedfit.policy import FixedPlanner, Planner, uniform_cohort
+from fedfit.policy import (
+    BatchDecision, BatchingRules, DynamicBatchPlanner, FixedPlanner, Planner, decide_batch, uniform_cohort,
+)
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.types import (
-    DeviceProfile, DeviceState, Failure, FailureCause, Link, RoundReport, TaskCost, TaskResult,
+    BatchRule, DeviceProfile, DeviceState, Failure, FailureCause, Link, RoundReport, TaskCost, TaskResult,
     Thermal, TrainPlan, Update, UtilisationCurve,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "TIERS", "ConfigError", "Contribution", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
+    "TIERS", "BatchDecision", "BatchRule", "BatchingRules", "DynamicBatchPlanner", "decide_batch", "ConfigError", "Contribution", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
     "Experiment", "ExperimentConfig", "Failure", "FailureCause", "FedfitError", "FederatedData",
     "FixedPlanner", "Fleet", "Link", "MemoryModel", "ModelCost", "ModelSpec", "PlanError", "Planner",
     "PsutilMonitor", "Registry", "RoundReport", "RunResult", "SimulatedFleet", "SyncConfig",

@@ -41,7 +41,7 @@ class SyntheticConfig(_Section):
 class DataConfig(_Section):
     """Dataset, location and partitioning."""
 
-    dataset: Literal["fashion_mnist", "digits", "synthetic"] = "fashion_mnist"
+    dataset: Literal["fashion_mnist", "digits", "synthetic", "vibration"] = "fashion_mnist"
     path: str = "/usr/share/datasets/fashion-mnist"
     partition: PartitionConfig = PartitionConfig()
     synthetic: SyntheticConfig = SyntheticConfig()
@@ -53,7 +53,7 @@ class DataConfig(_Section):
 class ModelConfig(_Section):
     """Architecture from the zoo and its width multiplier."""
 
-    name: Literal["logreg", "mlp", "cnn"] = "cnn"
+    name: Literal["logreg", "mlp", "cnn", "cnn1d"] = "cnn"
     width: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
 
 
@@ -91,7 +91,46 @@ class OrchestrationConfig(_Section):
     clients_per_round: PositiveInt = 10
     over_selection: Annotated[float, Field(ge=0)] = 0.0
     deadline_s: Annotated[float, Field(gt=0)] | None = None
-    weighting: Literal["samples", "examples", "uniform"] = "samples"
+    weighting: Literal["samples", "examples", "uniform", "batch"] = "samples"
+
+
+class BatchingConfig(_Section):
+    """Dynamic batching (seed 000): ``fixed`` runs ``training.batch_size`` everywhere; ``dynamic``
+    lets each device's batch policy pick its micro-batch every local epoch (see
+    :mod:`fedfit.policy.batching` for every rule)."""
+
+    mode: Literal["fixed", "dynamic"] = "fixed"
+    standard_batch: PositiveInt | None = None  # None: training.batch_size
+    min_effective_batch: PositiveInt = 4
+    target_effective_batch: PositiveInt | None = None
+    memory_margin: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.22
+    throughput_target: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
+    busy_cpu: Fraction = 0.9
+    full_battery: Fraction = 0.8
+    low_battery: Fraction = 0.2
+    mid_battery_scale: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    low_battery_work: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
+    warm_scale: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
+    decline_hot: bool = True
+    strong_wifi_bps: Annotated[float, Field(gt=0)] | None = None  # None: rule off
+    wifi_batch_scale: Annotated[float, Field(ge=1.0)] = 1.0
+    wifi_epochs: PositiveInt = 1
+    poor_link_bps: Annotated[float, Field(ge=0)] = 0.0  # 0: rule off
+    poor_link_scale: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
+    selection: Literal["uniform", "readiness"] = "uniform"
+    low_readiness: Annotated[int, Field(ge=0)] = 2
+
+    @model_validator(mode="after")
+    def _battery_order(self) -> BatchingConfig:
+        if self.low_battery > self.full_battery:
+            raise ValueError("batching.low_battery: must not exceed batching.full_battery")
+        return self
+
+
+class MemoryConfig(_Section):
+    """The memory model's fixed runtime workspace (allocator slack, kernels' scratch)."""
+
+    workspace_bytes: Annotated[int, Field(ge=0)] = 256 * 1024
 
 
 class EvaluationConfig(_Section):
@@ -129,6 +168,8 @@ class ExperimentConfig(_Section):
     evaluation: EvaluationConfig = EvaluationConfig()
     simulation: SimulationConfig = SimulationConfig()
     output: OutputConfig = OutputConfig()
+    batching: BatchingConfig = BatchingConfig()
+    memory: MemoryConfig = MemoryConfig()
     strategies: dict[str, dict[str, Any]] = {}
 
     @property

@@ -20,11 +20,14 @@ from fedfit.aggregation import weighting
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, measure
 from fedfit.data import FederatedData, build_federated_data
-from fedfit.devices import DeviceTrace, generate_trace, load_csv_trace, profile_from_mapping, tier
+from fedfit.devices import DeviceTrace, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
-from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
-from fedfit.policy import FixedPlanner
+from fedfit.orchestration.sync import RoundOutcome, Selector, SyncConfig, SyncOrchestrator
+from fedfit.policy import FixedPlanner, Planner
+from fedfit.policy.batch_planner import DynamicBatchPlanner
+from fedfit.policy.batching import BatchingRules
+from fedfit.policy.selection import readiness_cohort
 from fedfit.report import RunDirectory, summarise
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
@@ -58,7 +61,8 @@ def fleet_profiles(config: ExperimentConfig) -> list[DeviceProfile]:
 
 def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> list[DeviceTrace]:
     """Seeded generated traces, with the user's CSV traces laid over the named devices."""
-    traces = [generate_trace(p, seed=config.seed, device_id=i) for i, p in enumerate(profiles)]
+    params = TraceParams(step_s=config.fleet.trace_step_s)
+    traces = [generate_trace(p, seed=config.seed, device_id=i, params=params) for i, p in enumerate(profiles)]
     for device, path in config.fleet.traces.items():
         if not 0 <= device < len(traces):
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(traces)})")
@@ -94,6 +98,45 @@ def _evaluator(workload: Workload) -> Callable[[Params], tuple[float, float]]:
     return lambda params: evaluate(model, params, test.x, test.y)
 
 
+def batching_rules(config: ExperimentConfig) -> BatchingRules:
+    """The batch policy's parameters from the ``batching`` section."""
+    b = config.batching
+    return BatchingRules(
+        standard_batch=b.standard_batch or config.training.batch_size,
+        min_effective_batch=b.min_effective_batch, target_effective_batch=b.target_effective_batch,
+        memory_margin=b.memory_margin, throughput_target=b.throughput_target, busy_cpu=b.busy_cpu,
+        full_battery=b.full_battery, low_battery=b.low_battery, mid_battery_scale=b.mid_battery_scale,
+        low_battery_work=b.low_battery_work, warm_scale=b.warm_scale, decline_hot=b.decline_hot,
+        strong_wifi_bps=b.strong_wifi_bps if b.strong_wifi_bps is not None else float("inf"),
+        wifi_batch_scale=b.wifi_batch_scale, wifi_epochs=b.wifi_epochs, poor_link_bps=b.poor_link_bps,
+        poor_link_scale=b.poor_link_scale)
+
+
+def _dynamic_planner(config: ExperimentConfig, cost: ModelCost, memory: MemoryModel,
+                     num_examples: list[int]) -> DynamicBatchPlanner | None:
+    if config.batching.mode != "dynamic":
+        return None
+    t = config.training
+    return DynamicBatchPlanner(rules=batching_rules(config), cost=cost, memory=memory,
+                               num_examples=tuple(num_examples), local_epochs=t.local_epochs, lr=t.lr,
+                               max_steps=t.max_steps, deadline_s=config.orchestration.deadline_s)
+
+
+def _readiness_selector(config: ExperimentConfig, fleet: SimulatedFleet,
+                        planner: DynamicBatchPlanner | None) -> Selector | None:
+    if config.batching.selection != "readiness":
+        return None
+    if planner is None:
+        raise ConfigError("batching.selection: 'readiness' needs batching.mode: dynamic")
+
+    def select(candidates: list[int], size: int, round_: int, now_s: float) -> list[int]:
+        def ready(d: int) -> int:
+            return planner.readiness(fleet.profile(d), fleet.snapshot(d, now_s))
+        return readiness_cohort(candidates, size, seed=config.seed, round_=round_, readiness=ready,
+                                low=config.batching.low_readiness)
+    return select
+
+
 def build(config: ExperimentConfig) -> Experiment:
     """Build every object of an experiment from its config.
 
@@ -111,18 +154,22 @@ def build(config: ExperimentConfig) -> Experiment:
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     executor = _executor(config, recipe, workload)
+    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0,
+                         workspace_bytes=config.memory.workspace_bytes)
+    num_examples = [len(d) for d in data.train]
+    dynamic = _dynamic_planner(config, costs(config.model.width), memory, num_examples)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
-                           num_examples=[len(d) for d in data.train], costs=costs,
-                           memory=MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0),
-                           executor=executor)
+                           num_examples=num_examples, costs=costs, memory=memory,
+                           executor=executor, adapter=dynamic)
     o = config.orchestration
-    planner = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
-                           max_steps=t.max_steps, deadline_s=o.deadline_s)
+    planner: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                                               max_steps=t.max_steps, deadline_s=o.deadline_s)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every)
     orchestrator = SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting),
-                                    evaluator=_evaluator(workload), config=sync, seed=config.seed)
+                                    evaluator=_evaluator(workload), config=sync, seed=config.seed,
+                                    selector=_readiness_selector(config, fleet, dynamic))
     return Experiment(config, workload, fleet, orchestrator, executor, initial)
 
 

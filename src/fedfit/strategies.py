@@ -13,11 +13,14 @@ from fedfit.errors import ConfigError
 
 BUILTIN: dict[str, dict[str, Any]] = {
     "fedavg": {},
-    "fixed32": {"training.batch_size": 32},
-    "fixed16": {"training.batch_size": 16},
-    "fixed8": {"training.batch_size": 8},
-    "fixed4": {"training.batch_size": 4},
+    "fixed32": {"training.batch_size": 32, "batching.mode": "fixed"},
+    "fixed16": {"training.batch_size": 16, "batching.mode": "fixed"},
+    "fixed8": {"training.batch_size": 8, "batching.mode": "fixed"},
+    "fixed4": {"training.batch_size": 4, "batching.mode": "fixed"},
     "overselect": {"orchestration.over_selection": 0.3},
+    "dynamic": {"batching.mode": "dynamic"},
+    "dynamic-ready": {"batching.mode": "dynamic", "batching.selection": "readiness"},
+    "dynamic-batchweight": {"batching.mode": "dynamic", "orchestration.weighting": "batch"},
 }
 
 

@@ -33,6 +33,17 @@ class Thermal(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+class BatchRule(str, enum.Enum):
+    """The dynamic-batching rule that bound a micro-batch (see :mod:`fedfit.policy.batching`)."""
+
+    STANDARD = "standard"
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    BATTERY = "battery"
+    THERMAL = "thermal"
+    CONNECTIVITY = "connectivity"
+
+
 class FailureCause(str, enum.Enum):
     """Why a task produced no usable update."""
 
@@ -139,6 +150,11 @@ class TrainPlan:
         lr: learning rate of the local optimiser.
         width: width multiplier of the sub-model (1.0 = full model).
         deadline_s: virtual seconds after dispatch the server waits; ``None``: no deadline.
+        epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` when the device re-plans
+            every local epoch (dynamic batching); empty: every epoch uses ``micro_batch`` and
+            ``accumulation_steps``. When set, its length is the number of epochs run.
+        bound_by: the dynamic-batching rule that set the (first epoch's) micro-batch;
+            ``None`` for a fixed plan.
     """
 
     device_id: int
@@ -150,11 +166,19 @@ class TrainPlan:
     lr: float = 0.05
     width: float = 1.0
     deadline_s: float | None = None
+    epoch_batches: tuple[tuple[int, int], ...] = ()
+    bound_by: BatchRule | None = None
 
     @property
     def effective_batch(self) -> int:
         """Samples per optimiser step: ``micro_batch * accumulation_steps``."""
         return self.micro_batch * self.accumulation_steps
+
+    def epoch_batch(self, epoch: int) -> tuple[int, int]:
+        """``(micro_batch, accumulation_steps)`` of local epoch ``epoch`` (0-based)."""
+        if self.epoch_batches:
+            return self.epoch_batches[epoch]
+        return self.micro_batch, self.accumulation_steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +192,10 @@ class Update:
         num_examples: size of the device's local training set.
         samples_processed: samples passed through forward/backward (epochs × data, capped by steps).
         steps: optimiser steps taken.
-        micro_batch: micro-batch actually used.
-        accumulation_steps: accumulation actually used.
+        micro_batch: micro-batch actually used (the last epoch's when it changed per epoch).
+        accumulation_steps: accumulation actually used (the last epoch's likewise).
         train_loss: mean training loss over the task.
+        epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` used (runtime feedback).
     """
 
     device_id: int
@@ -182,6 +207,12 @@ class Update:
     micro_batch: int
     accumulation_steps: int
     train_loss: float
+    epoch_batches: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def effective_batch(self) -> int:
+        """Samples per optimiser step actually used (the last epoch's)."""
+        return self.micro_batch * self.accumulation_steps
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,20 @@ def test_mlp_activation_bytes_match_hand_count() -> None:
     assert cost.activation_bytes_per_sample == pytest.approx(4 * (784 + 200 + 200 + 10), rel=0.05)
 
 
+def test_backward_transient_is_twice_the_largest_activation_needing_grad() -> None:
+    cnn = measure(ModelSpec("cnn", (1, 28, 28), 10))
+    mlp = measure(ModelSpec("mlp", (1, 28, 28), 10))
+    # CNN: conv1's ReLU output, 16 channels x 28 x 28 floats; MLP: a 200-unit hidden layer
+    assert cnn.backward_transient_bytes_per_sample == 2 * 16 * 28 * 28 * 4
+    assert mlp.backward_transient_bytes_per_sample == 2 * 200 * 4
+
+
 def test_peak_memory_is_linear_in_micro_batch() -> None:
     cost = measure(ModelSpec("cnn", (1, 28, 28), 10))
     mm = MemoryModel(optimizer_slots=1, workspace_bytes=1000)
     p1, p9 = mm.peak_bytes(cost, 1), mm.peak_bytes(cost, 9)
-    assert p9 - p1 == pytest.approx(8 * cost.activation_bytes_per_sample, abs=2)
+    per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
+    assert p9 - p1 == pytest.approx(8 * per_sample, abs=2)
     assert mm.peak_bytes(cost, 0) == pytest.approx(3 * cost.param_bytes + 1000 + cost.activation_fixed_bytes, abs=1)
 
 

@@ -2,7 +2,10 @@
 
 * ``samples``   — samples processed in local training (FedAvg's n_k when one epoch);
 * ``examples``  — local data-set size, as McMahan et al. weight;
-* ``uniform``   — every update counts the same.
+* ``uniform``   — every update counts the same;
+* ``batch``     — the effective batch the device actually used (micro-batch × accumulation,
+  its last epoch's), seed 000's "server-side normalisation: weight updates by the actual batch
+  size used". ``samples`` already weights by the work actually done (batch × steps).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ WEIGHTINGS: dict[str, Weighting] = {
     "samples": lambda u: float(u.samples_processed),
     "examples": lambda u: float(u.num_examples),
     "uniform": lambda u: 1.0,
+    "batch": lambda u: float(u.micro_batch * u.accumulation_steps),
 }
 
 

@@ -1,7 +1,12 @@
 """Memory model: the peak bytes a training plan needs on a device.
 
 ``peak = weights + gradients + optimiser state (of the trainable part)
-       + activation bytes per sample × micro-batch + fixed activations + workspace``
+       + (activation + backward-transient bytes per sample) × micro-batch
+       + fixed activations + workspace``
+
+The backward-transient term (gradient buffers alive during backward, see
+:class:`~fedfit.cost.profile.ModelCost`) was added after ``bench/memory_model.py`` measured
+peak RSS 30-40 % above the saved-activation-only prediction at large CNN batches.
 
 The activation terms come from :func:`fedfit.cost.profile.measure` (saved-tensor hooks on the
 real module), so the model follows whatever architecture and width is trained. A task whose
@@ -41,12 +46,14 @@ class MemoryModel:
         """
         trainable = cost.param_bytes * trainable_fraction
         state = trainable * (self.gradient_copies + self.optimizer_slots)
-        activations = cost.activation_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
+        per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
+        activations = per_sample * micro_batch + cost.activation_fixed_bytes
         return int(cost.param_bytes + state + activations + self.workspace_bytes)
 
     def max_micro_batch(self, cost: ModelCost, free_bytes: int, cap: int = 4096) -> int:
         """Largest micro-batch whose peak fits ``free_bytes`` (0 if even one sample does not)."""
         fixed = self.peak_bytes(cost, 0)
-        if free_bytes < fixed or cost.activation_bytes_per_sample <= 0:
+        per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
+        if free_bytes < fixed or per_sample <= 0:
             return 0 if free_bytes < fixed else cap
-        return min(cap, int((free_bytes - fixed) // cost.activation_bytes_per_sample))
+        return min(cap, int((free_bytes - fixed) // per_sample))

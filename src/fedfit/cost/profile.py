@@ -31,6 +31,10 @@ class ModelCost:
         forward_flops_per_sample: forward FLOPs for one sample.
         activation_bytes_per_sample: bytes autograd saves for backward, per sample.
         activation_fixed_bytes: the batch-independent part of the saved bytes.
+        backward_transient_bytes_per_sample: gradient buffers alive at once during backward,
+            per sample: while autograd back-propagates through the largest activation that
+            needs a gradient it holds that activation's gradient and its input's, so twice the
+            largest saved tensor that requires grad (``bench/memory_model.py`` validates it).
     """
 
     num_params: int
@@ -39,6 +43,7 @@ class ModelCost:
     forward_flops_per_sample: float
     activation_bytes_per_sample: float
     activation_fixed_bytes: float
+    backward_transient_bytes_per_sample: float = 0.0
 
 
 def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,20 +68,29 @@ def count_flops(model: nn.Module, spec: ModelSpec, batch: int = 2) -> tuple[floa
 
 def saved_activation_bytes(model: nn.Module, spec: ModelSpec, batch: int) -> int:
     """Bytes autograd keeps for backward on a batch, parameters excluded, each storage once."""
+    return _saved_bytes(model, spec, batch)[0]
+
+
+def _saved_bytes(model: nn.Module, spec: ModelSpec, batch: int) -> tuple[int, int]:
+    """(all saved bytes, largest saved storage that requires grad) on a batch, params excluded."""
     param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, int] = {}
+    largest = 0
 
     def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal largest
         storage = t.untyped_storage()
         if storage.data_ptr() not in param_ptrs:
             seen[storage.data_ptr()] = storage.nbytes()
+            if t.requires_grad:
+                largest = max(largest, storage.nbytes())
         return t
 
     x, y = _sample_batch(spec, batch)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         loss = nn.functional.cross_entropy(model(x), y)
     del loss
-    return sum(seen.values())
+    return sum(seen.values()), largest
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,7 +99,7 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
     model = spec.build(width)
     num_params = sum(p.numel() for p in model.parameters())
     train, forward = count_flops(model, spec)
-    small, large = saved_activation_bytes(model, spec, 1), saved_activation_bytes(model, spec, 9)
+    (small, small_grad), (large, large_grad) = _saved_bytes(model, spec, 1), _saved_bytes(model, spec, 9)
     per_sample = (large - small) / 8
     return ModelCost(
         num_params=num_params,
@@ -94,4 +108,5 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         forward_flops_per_sample=forward,
         activation_bytes_per_sample=per_sample,
         activation_fixed_bytes=max(0.0, small - per_sample),
+        backward_transient_bytes_per_sample=2 * (large_grad - small_grad) / 8,
     )

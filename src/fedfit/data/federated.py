@@ -20,15 +20,20 @@ from fedfit.data.synthetic import NUM_CLASSES as SYNTHETIC_CLASSES
 from fedfit.data.synthetic import NUM_FEATURES as SYNTHETIC_FEATURES
 from fedfit.data.synthetic import TRAIN_FRACTION as SYNTHETIC_TRAIN_FRACTION
 from fedfit.data.synthetic import synthetic_federated
+from fedfit.data.vibration import NUM_CLASSES as VIBRATION_CLASSES
+from fedfit.data.vibration import WINDOW as VIBRATION_WINDOW
+from fedfit.data.vibration import load_vibration
 from fedfit.errors import DataError
 
-DATASETS = ("fashion_mnist", "digits", "synthetic")
+DATASETS = ("fashion_mnist", "digits", "synthetic", "vibration")
 PARTITIONS = ("iid", "dirichlet", "shards", "natural")
-_NUM_CLASSES: dict[str, int] = {"fashion_mnist": 10, "digits": 10, "synthetic": SYNTHETIC_CLASSES}
+_NUM_CLASSES: dict[str, int] = {"fashion_mnist": 10, "digits": 10, "synthetic": SYNTHETIC_CLASSES,
+                                 "vibration": VIBRATION_CLASSES}
 _INPUT_SHAPES: dict[str, tuple[int, ...]] = {
     "fashion_mnist": (1, 28, 28),
     "digits": (1, 8, 8),
     "synthetic": (SYNTHETIC_FEATURES,),
+    "vibration": (1, VIBRATION_WINDOW),
 }
 
 
@@ -161,6 +166,8 @@ def _load_centralised(dataset: str, path: str | None) -> tuple[ArrayDataset, Arr
     """The official (train, test) split of an image data set."""
     if dataset == "digits":
         return load_digits()
+    if dataset == "vibration":
+        return load_vibration()
     return load_fashion_mnist() if path is None else load_fashion_mnist(path)
 
 

@@ -13,6 +13,7 @@ Plain bookkeeping in dictionaries; no clocks, no I/O. Virtual times are passed i
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fedfit.types import DeviceProfile, DeviceState
@@ -28,6 +29,10 @@ class DeviceHistory:
         failures_by_cause: failed results per cause string (``FailureCause`` values).
         last_duration_s: virtual duration of the latest result; ``None`` before any.
         last_round: highest round a result was recorded for; ``None`` before any.
+        suggested_batch: the server's initial batch suggestion from the profile (dynamic
+            batching); ``None`` until one is set.
+        last_batch: ``(micro_batch, accumulation_steps)`` the device last reported using;
+            ``None`` before any report. Effective batch = their product.
     """
 
     tasks: int = 0
@@ -35,6 +40,8 @@ class DeviceHistory:
     failures_by_cause: dict[str, int] = field(default_factory=dict)
     last_duration_s: float | None = None
     last_round: int | None = None
+    suggested_batch: int | None = None
+    last_batch: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -47,6 +54,8 @@ class _Entry:
     failures_by_cause: dict[str, int] = field(default_factory=dict)
     last_duration_s: float | None = None
     last_round: int | None = None
+    suggested_batch: int | None = None
+    last_batch: tuple[int, int] | None = None
 
 
 class Registry:
@@ -138,7 +147,33 @@ class Registry:
             failures_by_cause=dict(entry.failures_by_cause),
             last_duration_s=entry.last_duration_s,
             last_round=entry.last_round,
+            suggested_batch=entry.suggested_batch,
+            last_batch=entry.last_batch,
         )
+
+    def suggest_batch(self, device_id: int, micro_batch: int) -> None:
+        """Store the server's initial batch suggestion for the device (from its profile, e.g.
+        :func:`fedfit.policy.batching.initial_batch`)."""
+        self._entry(device_id).suggested_batch = micro_batch
+
+    def record_batch(self, device_id: int, micro_batch: int, accumulation_steps: int) -> None:
+        """Runtime feedback: the micro-batch and accumulation the device actually used.
+
+        Raises:
+            ValueError: a value below 1.
+        """
+        if micro_batch < 1 or accumulation_steps < 1:
+            raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {micro_batch}, {accumulation_steps}")
+        self._entry(device_id).last_batch = (micro_batch, accumulation_steps)
+
+    def readiness(self, device_id: int, afford: Callable[[DeviceProfile, DeviceState], int]) -> int:
+        """The batch the device can afford now, from its last reported state (``afford`` is the
+        batch policy, e.g. ``DynamicBatchPlanner.readiness``); the initial suggestion (or 0)
+        when it never reported."""
+        entry = self._entry(device_id)
+        if entry.state is None:
+            return entry.suggested_batch or 0
+        return afford(entry.profile, entry.state)
 
     def ids(self) -> list[int]:
         """Device ids in enrolment order."""

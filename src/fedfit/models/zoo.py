@@ -71,6 +71,27 @@ class CNN(nn.Module):
         return self.fc2(x)
 
 
+class CNN1D(nn.Module):
+    """A tinyML 1-D convnet for raw sensor windows: two 7-tap conv layers (6, 12 channels at
+    width 1), each followed by ReLU and max-pooling by 4, then a linear classifier.
+
+    Sized for a 512 KB microcontroller (3,640 parameters on 1,024-sample windows). Works on any
+    input ``(channels, length)`` with ``length`` divisible by 16.
+    """
+
+    def __init__(self, in_channels: int, length: int, num_classes: int, width: float = 1.0) -> None:
+        super().__init__()
+        c1, c2 = scaled(6, width), scaled(12, width)
+        self.conv1 = nn.Conv1d(in_channels, c1, 7, padding=3)
+        self.conv2 = nn.Conv1d(c1, c2, 7, padding=3)
+        self.fc = nn.Linear(c2 * (length // 16), num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.max_pool1d(torch.relu(self.conv1(x)), 4)
+        x = torch.max_pool1d(torch.relu(self.conv2(x)), 4)
+        return self.fc(x.flatten(1))
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """Everything needed to rebuild a model in any process: name, shapes and width."""
@@ -99,10 +120,17 @@ def _cnn(shape: tuple[int, ...], classes: int, width: float) -> nn.Module:
     return CNN(shape[0], shape[1], classes, width)
 
 
+def _cnn1d(shape: tuple[int, ...], classes: int, width: float) -> nn.Module:
+    if len(shape) != 2 or shape[1] % 16:
+        raise ConfigError(f"model.name: cnn1d needs (channels, length) with length divisible by 16, got {shape}")
+    return CNN1D(shape[0], shape[1], classes, width)
+
+
 MODELS: dict[str, Callable[[tuple[int, ...], int, float], nn.Module]] = {
     "logreg": _logreg,
     "mlp": _mlp,
     "cnn": _cnn,
+    "cnn1d": _cnn1d,
 }
 
 
@@ -110,7 +138,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, width
     """Build a zoo model.
 
     Args:
-        name: ``logreg``, ``mlp`` or ``cnn``.
+        name: ``logreg``, ``mlp``, ``cnn`` or ``cnn1d``.
         input_shape: one sample's shape, e.g. ``(1, 28, 28)`` or ``(60,)``.
         num_classes: output classes.
         width: hidden-size multiplier in (0, 1].

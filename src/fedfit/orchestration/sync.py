@@ -23,6 +23,8 @@ from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult,
 
 #: Evaluates parameters: returns (accuracy, loss).
 Evaluator = Callable[[Params], tuple[float, float]]
+#: Picks a cohort: (idle candidates, size, round, now_s) -> device ids.
+Selector = Callable[[list[int], int, int, float], list[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +61,10 @@ class SyncOrchestrator:
     """Runs synchronous rounds; iterate :meth:`rounds` to drive it."""
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
-                 config: SyncConfig, seed: int) -> None:
+                 config: SyncConfig, seed: int, selector: Selector | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
         self.evaluator, self.config, self.seed = evaluator, config, seed
+        self.selector = selector
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
@@ -87,7 +90,9 @@ class SyncOrchestrator:
         k = self.config.clients_per_round
         invite = math.ceil(k * (1 + self.config.over_selection))
         idle = [d for d in self.fleet.device_ids() if not self.fleet.busy(d)]
-        for device in uniform_cohort(idle, invite, seed=self.seed, round_=r):
+        cohort = (self.selector(idle, invite, r, now_s) if self.selector is not None
+                  else uniform_cohort(idle, invite, seed=self.seed, round_=r))
+        for device in cohort:
             state = self.fleet.snapshot(device, now_s)
             plan = self.planner.plan(device, r, self.fleet.profile(device), state)
             self.fleet.dispatch(plan, params, now_s)

@@ -1,4 +1,5 @@
-"""PNG plots of a run: accuracy against virtual time, participation and failures per tier."""
+"""PNG plots of a run: accuracy against virtual time, participation and failures per tier, and
+the dynamic-batching timeline (micro-batch, effective batch, free memory per tier)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fedfit.types import RoundReport  # noqa: E402
+from fedfit.types import Failure, FailureCause, RoundReport, TaskResult  # noqa: E402
 
 
 def _accuracy_series(reports: Sequence[RoundReport]) -> tuple[list[float], list[float]]:
@@ -77,3 +78,37 @@ def plot_failures(reports: Sequence[RoundReport], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_batching_timeline(results: Sequence[TaskResult], path: Path) -> None:
+    """Per tier over virtual time: micro-batch, effective batch and free memory at each task start.
+
+    Declined tasks (a hot or drained device pausing) are drawn as ``x`` at micro-batch 0 and
+    out-of-memory crashes as red triangles, so pauses and crashes show on the timeline.
+    """
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 7.5), sharex=True)
+    for tier in sorted({r.tier for r in results}):
+        rows = sorted((r for r in results if r.tier == tier), key=lambda r: r.start_s)
+        ran = [r for r in rows if r.ok]
+        t_min = [r.start_s / 60.0 for r in ran]
+        line = axes[0].plot(t_min, [r.plan.micro_batch for r in ran], ".", label=tier)[0]
+        axes[1].plot(t_min, [r.plan.effective_batch for r in ran], ".", color=line.get_color())
+        axes[2].plot([r.start_s / 60.0 for r in rows], [r.free_memory_bytes / 2**20 for r in rows], ".",
+                     color=line.get_color())
+        paused = [r.start_s / 60.0 for r in rows if _cause(r) is FailureCause.DECLINED]
+        crashed = [r.start_s / 60.0 for r in rows if _cause(r) is FailureCause.OUT_OF_MEMORY]
+        axes[0].plot(paused, [0] * len(paused), "x", color=line.get_color())
+        axes[0].plot(crashed, [0] * len(crashed), "v", color="red")
+    for ax, label in zip(axes, ("micro-batch\n(x: paused, ▼: OOM)", "effective batch", "free memory (MiB)"),
+                         strict=True):
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[2].set_xlabel("virtual time (min)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _cause(result: TaskResult) -> FailureCause | None:
+    return result.outcome.cause if isinstance(result.outcome, Failure) else None

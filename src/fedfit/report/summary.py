@@ -25,6 +25,10 @@ def event_record(result: TaskResult) -> dict[str, Any]:
         "micro_batch": result.plan.micro_batch, "accumulation": result.plan.accumulation_steps,
         "width": result.plan.width, "free_memory_bytes": result.free_memory_bytes,
         "peak_memory_bytes": result.cost.peak_memory_bytes, "energy_j": result.cost.energy_j,
+        "detail": getattr(outcome, "detail", ""),
+        "effective_batch": result.plan.effective_batch,
+        "epoch_batches": [list(b) for b in result.plan.epoch_batches],
+        "bound_by": None if result.plan.bound_by is None else result.plan.bound_by.value,
     }
 
 

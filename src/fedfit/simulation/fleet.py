@@ -5,6 +5,11 @@ task ends and when: offline (unreachable, or the device goes offline mid-task), 
 (peak bytes above free memory), battery (the task's energy exceeds the charge left above the
 reserve), or success after download + compute + upload. Successful tasks are trained by the
 executor; every outcome is an event at its virtual time.
+
+With an ``adapter`` (dynamic batching) a device re-plans its micro-batch at the virtual start
+of every local epoch from its state then (:mod:`fedfit.simulation.adaptive`); it may decline
+the task (``FailureCause.DECLINED``, with the reason) and an epoch whose peak exceeds free
+memory still crashes out of memory. Without one, a fixed plan is judged once at dispatch.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Protocol
 
 from fedfit.devices import with_consumption
 from fedfit.cost import MemoryModel, ModelCost, task_cost
+from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Executor, Handle
 from fedfit.simulation.workload import TrainTask
@@ -60,13 +66,15 @@ class SimulatedFleet:
         costs: measured model cost per width (``costs(width) -> ModelCost``).
         memory: the memory model.
         executor: runs the training of successful tasks.
+        adapter: device-side per-epoch batch policy (dynamic batching); ``None``: plans run as sent.
     """
 
     def __init__(self, *, profiles: Sequence[DeviceProfile], traces: Sequence[StateTrace],
                  num_examples: Sequence[int], costs: CostTable, memory: MemoryModel,
-                 executor: Executor) -> None:
+                 executor: Executor, adapter: EpochAdapter | None = None) -> None:
         self._profiles, self._traces, self._examples = list(profiles), list(traces), list(num_examples)
         self._costs, self._memory, self._executor = costs, memory, executor
+        self._adapter = adapter
         self._consumed_j = [0.0] * len(self._profiles)
         self._queue: EventQueue[_Pending] = EventQueue()
         self._busy: set[int] = set()
@@ -95,10 +103,13 @@ class SimulatedFleet:
         device = plan.device_id
         profile, state = self._profiles[device], self.snapshot(device, now_s)
         size = payload_bytes(params)
-        cost = task_cost(plan=plan, profile=profile, state=state, cost=self._costs(plan.width),
-                         memory=self._memory, num_examples=self._examples[device],
-                         bytes_down=size, bytes_up=size)
-        finish_s, failure, spent_j = self._outcome(plan, profile, state, cost, now_s)
+        cost = self._task_cost(plan, state, size)
+        schedule = self._schedule(plan, cost, size, now_s)
+        if schedule is None:
+            finish_s, failure, spent_j = self._outcome(plan, profile, state, cost, now_s)
+        else:
+            plan, cost = schedule.plan, schedule.cost
+            finish_s, failure, spent_j = self._adapted_outcome(schedule, profile, state, now_s)
         self._consumed_j[device] += spent_j
         if failure is not None:  # report what was actually spent and sent
             sent_down = cost.bytes_down if finish_s > now_s else 0
@@ -111,8 +122,37 @@ class SimulatedFleet:
         self._busy.add(device)
         self._queue.push(finish_s, _Pending(result, handle))
 
+    def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
+        return task_cost(plan=plan, profile=self._profiles[plan.device_id], state=state,
+                         cost=self._costs(plan.width), memory=self._memory,
+                         num_examples=self._examples[plan.device_id], bytes_down=size, bytes_up=size)
+
+    def _schedule(self, plan: TrainPlan, cost: TaskCost, size: int, now_s: float) -> EpochSchedule | None:
+        """The per-epoch schedule when the device adapts (and is reachable); else ``None``."""
+        device = plan.device_id
+        if self._adapter is None or not self.snapshot(device, now_s).online or not math.isfinite(cost.download_s):
+            return None
+        profile, used_j = self._profiles[device], self._consumed_j[device]
+
+        def snapshot(t: float, extra_j: float) -> DeviceState:
+            return with_consumption(self._traces[device].state_at(t), profile, used_j + extra_j)
+
+        return schedule_epochs(plan, profile, self._examples[device], now_s=now_s, snapshot=snapshot,
+                               cost_of=lambda p, s: self._task_cost(p, s, size), adapter=self._adapter)
+
+    def _adapted_outcome(self, schedule: EpochSchedule, profile: DeviceProfile, state: DeviceState,
+                         now_s: float) -> tuple[float, Failure | None, float]:
+        plan, cost = schedule.plan, schedule.cost
+        if schedule.declined is not None:
+            return now_s, Failure(plan.device_id, plan.round, FailureCause.DECLINED, schedule.declined), 0.0
+        if schedule.out_of_memory is not None:
+            at_s, detail = schedule.out_of_memory
+            spent = profile.radio_power_w * cost.download_s
+            return at_s, Failure(plan.device_id, plan.round, FailureCause.OUT_OF_MEMORY, detail), spent
+        return self._outcome(plan, profile, state, cost, now_s, memory_checked=True)
+
     def _outcome(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState,
-                 cost: TaskCost, now_s: float) -> tuple[float, Failure | None, float]:
+                 cost: TaskCost, now_s: float, memory_checked: bool = False) -> tuple[float, Failure | None, float]:
         """(finish time, failure or None, energy spent) of a task from its modelled cost."""
         def fail(cause: FailureCause, at_s: float, detail: str, spent: float) -> tuple[float, Failure, float]:
             return at_s, Failure(plan.device_id, plan.round, cause, detail), spent
@@ -120,7 +160,7 @@ class SimulatedFleet:
         if not state.online or not math.isfinite(cost.download_s):
             return fail(FailureCause.OFFLINE, now_s, "unreachable at dispatch", 0.0)
         download_j = profile.radio_power_w * cost.download_s
-        if cost.peak_memory_bytes > state.free_memory_bytes:
+        if not memory_checked and cost.peak_memory_bytes > state.free_memory_bytes:
             detail = f"peak {cost.peak_memory_bytes} B > free {state.free_memory_bytes} B"
             return fail(FailureCause.OUT_OF_MEMORY, now_s + cost.download_s, detail, download_j)
         battery_end = self._battery_exhausted_at(profile, state, cost, now_s)

@@ -3,7 +3,9 @@
 Plain PyTorch. Micro-batches of ``plan.micro_batch`` samples are passed through
 forward/backward; gradients of ``plan.accumulation_steps`` micro-batches are summed (each loss
 scaled by its share of the effective batch) before one optimiser step, so micro-batch m with k
-accumulation steps gives the same step as batch m·k. Shuffling uses a generator seeded from
+accumulation steps gives the same step as batch m·k. A plan re-planned every local epoch
+(``plan.epoch_batches``, dynamic batching) switches micro-batch and accumulation at each
+epoch boundary. Shuffling uses a generator seeded from
 (seed, device, round): the same task trains the same way in any process.
 """
 
@@ -32,12 +34,14 @@ def task_generator(seed: int, device_id: int, round_: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(state[0]) & 0x7FFF_FFFF_FFFF_FFFF)
 
 
-def _batches(n: int, plan: TrainPlan, gen: torch.Generator) -> list[torch.Tensor]:
-    """Index tensors of each effective batch, epoch after epoch, capped by ``max_steps``."""
-    out: list[torch.Tensor] = []
-    for _ in range(plan.local_epochs):
+def _batches(n: int, plan: TrainPlan, gen: torch.Generator) -> list[tuple[torch.Tensor, int]]:
+    """(indices, micro-batch) of each effective batch, epoch after epoch, capped by ``max_steps``."""
+    out: list[tuple[torch.Tensor, int]] = []
+    epochs = len(plan.epoch_batches) or plan.local_epochs
+    for epoch in range(epochs):
+        micro, accumulation = plan.epoch_batch(epoch)
         order = torch.randperm(n, generator=gen)
-        out.extend(order.split(plan.effective_batch))
+        out.extend((idx, micro) for idx in order.split(micro * accumulation))
     return out[: plan.max_steps] if plan.max_steps is not None else out
 
 
@@ -80,9 +84,9 @@ def train(
                           weight_decay=optimizer.weight_decay)
     gen = task_generator(seed, plan.device_id, plan.round)
     loss_sum, samples, steps = 0.0, 0, 0
-    for idx in _batches(len(x), plan, gen):
+    for idx, micro in _batches(len(x), plan, gen):
         opt.zero_grad(set_to_none=True)
-        loss_sum += _step(model, x[idx], y[idx], plan.micro_batch)
+        loss_sum += _step(model, x[idx], y[idx], micro)
         opt.step()
         samples += len(idx)
         steps += 1
@@ -93,9 +97,10 @@ def train(
         num_examples=len(x),
         samples_processed=samples,
         steps=steps,
-        micro_batch=plan.micro_batch,
-        accumulation_steps=plan.accumulation_steps,
+        micro_batch=plan.epoch_batches[-1][0] if plan.epoch_batches else plan.micro_batch,
+        accumulation_steps=plan.epoch_batches[-1][1] if plan.epoch_batches else plan.accumulation_steps,
         train_loss=loss_sum / max(samples, 1),
+        epoch_batches=plan.epoch_batches,
     )
 
 

@@ -1,0 +1,61 @@
+"""DynamicBatchPlanner, readiness selection and batch weighting."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from fedfit.aggregation import weighting
+from fedfit.cost import MemoryModel, measure
+from fedfit.devices import TIERS
+from fedfit.models import ModelSpec
+from fedfit.policy.batch_planner import DynamicBatchPlanner
+from fedfit.policy.batching import BatchingRules
+from fedfit.policy.selection import readiness_cohort, uniform_cohort
+from fedfit.types import BatchRule, Thermal, Update
+from tests.helpers import state
+
+CNN = measure(ModelSpec("cnn", (1, 28, 28), 10))
+
+
+def _planner(**kw: object) -> DynamicBatchPlanner:
+    return DynamicBatchPlanner(rules=BatchingRules(**kw), cost=CNN, memory=MemoryModel(),
+                               num_examples=[100, 360], local_epochs=2, lr=0.05)
+
+
+def test_plan_carries_the_decision_and_reduced_work_on_low_battery() -> None:
+    p = TIERS["midrange_phone"]
+    plan = _planner().plan(1, 4, p, state(free_memory_bytes=p.training_memory_bytes, battery_fraction=0.1))
+    assert (plan.micro_batch, plan.accumulation_steps, plan.local_epochs) == (1, 4, 2)
+    assert plan.max_steps == math.ceil(math.ceil(360 / 4) * 2 * 0.5) and plan.bound_by is BatchRule.BATTERY
+
+
+def test_plan_on_strong_wifi_trains_more_epochs() -> None:
+    p = TIERS["flagship_phone"]
+    plan = _planner(strong_wifi_bps=50e6, wifi_epochs=3).plan(
+        0, 0, p, state(free_memory_bytes=p.training_memory_bytes, bandwidth_bps=60e6))
+    assert plan.local_epochs == 6 and plan.max_steps is None
+
+
+def test_readiness_is_affordable_micro_batch_zero_when_hot_or_offline() -> None:
+    p, planner = TIERS["older_phone"], _planner()
+    free = p.training_memory_bytes
+    assert planner.readiness(p, state(free_memory_bytes=free)) == 8
+    assert planner.readiness(p, state(free_memory_bytes=free, thermal=Thermal.HOT)) == 0
+    assert planner.readiness(p, state(free_memory_bytes=free, online=False)) == 0
+
+
+def test_readiness_cohort_prefers_ready_devices() -> None:
+    ready = {0: 1, 1: 16, 2: 2, 3: 8, 4: 0, 5: 32}
+    cohort = readiness_cohort(list(ready), 3, seed=0, round_=1, readiness=ready.__getitem__)
+    assert sorted(cohort) == [1, 3, 5]
+    bigger = readiness_cohort(list(ready), 4, seed=0, round_=1, readiness=ready.__getitem__)
+    assert set(bigger[:3]) == {1, 3, 5} and bigger[3] in {0, 2, 4}
+    assert bigger[3:] == uniform_cohort([0, 2, 4], 1, seed=0, round_=1)
+
+
+def test_batch_weighting_is_effective_batch() -> None:
+    u = Update(0, 0, {"w": torch.zeros(1)}, num_examples=50, samples_processed=50, steps=13,
+               micro_batch=2, accumulation_steps=2, train_loss=0.0)
+    assert weighting("batch")(u) == 4.0 and weighting("samples")(u) == 50.0
