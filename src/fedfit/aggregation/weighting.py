@@ -2,7 +2,14 @@
 
 * ``samples``   — samples processed in local training (FedAvg's n_k when one epoch);
 * ``examples``  — local data-set size, as McMahan et al. weight;
-* ``uniform``   — every update counts the same.
+* ``uniform``   — every update counts the same;
+* ``steps``     — optimiser steps taken (more local work counts more; FedNova's ‖a_i‖₁ for plain
+  SGD — FedNova itself normalises by it, see :mod:`fedfit.aggregation.fednova`);
+* ``batch_size`` — effective batch (micro-batch × accumulation) the device trained with, so
+  updates from small, noisy batches count less.
+
+Staleness discounts (:mod:`fedfit.aggregation.staleness`) multiply these in
+:func:`fedfit.aggregation.rule.aggregate`.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ WEIGHTINGS: dict[str, Weighting] = {
     "samples": lambda u: float(u.samples_processed),
     "examples": lambda u: float(u.num_examples),
     "uniform": lambda u: 1.0,
+    "steps": lambda u: float(u.steps),
+    "batch_size": lambda u: float(u.micro_batch * u.accumulation_steps),
 }
 
 
