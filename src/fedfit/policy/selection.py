@@ -1,11 +1,20 @@
 """Cohort selection. Uniform random selection derives its draw from (seed, round) only, so a
-resumed run picks the same cohort as an unbroken one (as FedJAX's client samplers do)."""
+resumed run picks the same cohort as an unbroken one (as FedJAX's client samplers do).
+
+Selectors take :class:`~fedfit.policy.readiness.Readiness` values and compose: a
+:class:`DeferringSelector` filters, then an inner selector (uniform, stratified across tiers,
+or Oort-guided) draws.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+
+from fedfit.policy.readiness import Deferral, Readiness
 
 
 def uniform_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: int) -> list[int]:
@@ -24,3 +33,32 @@ def uniform_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: i
     rng = np.random.default_rng([seed, round_, 0x5E1EC7])
     take = min(size, len(pool))
     return [pool[i] for i in rng.choice(len(pool), size=take, replace=False)]
+
+
+class Selector(Protocol):
+    """Chooses a cohort from readiness values; deterministic from (seed, round)."""
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        """Up to ``size`` device ids from ``ready``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class UniformSelector:
+    """Uniform random selection (readiness ignored): the FedAvg baseline."""
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        return uniform_cohort([r.device_id for r in ready], size, seed=seed, round_=round_)
+
+
+@dataclass(frozen=True, slots=True)
+class DeferringSelector:
+    """Drops deferred devices (offline, low battery, hot, too little memory, too slow), then
+    lets ``inner`` choose among the rest."""
+
+    inner: Selector
+    deferral: Deferral = Deferral()
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        eligible = [r for r in ready if not self.deferral.defers(r)]
+        return self.inner.select(eligible, size, seed=seed, round_=round_)
