@@ -16,18 +16,23 @@ from typing import Any
 
 import torch
 
-from fedfit.aggregation import weighting
+from fedfit.aggregation import AggregationRule, LocalSolver, StalenessDiscount, weighting
 from fedfit.config import ExperimentConfig
-from fedfit.cost import MemoryModel, ModelCost, measure
+from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.devices import DeviceTrace, generate_trace, load_csv_trace, profile_from_mapping, tier
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
+from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
+from fedfit.orchestration.cohort import Cohort
 from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
-from fedfit.policy import FixedPlanner
-from fedfit.report import RunDirectory, summarise
+from fedfit.policy import (
+    BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner, Selector,
+    StratifiedSelector, UniformSelector,
+)
+from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
-from fedfit.simulation.fleet import SimulatedFleet
+from fedfit.simulation.fleet import SimulatedFleet, payload_bytes
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
 from fedfit.types import DeviceProfile, Params, RoundReport
@@ -73,7 +78,7 @@ class Experiment:
     config: ExperimentConfig
     workload: Workload
     fleet: SimulatedFleet
-    orchestrator: SyncOrchestrator
+    orchestrator: SyncOrchestrator | AsyncOrchestrator
     executor: Executor
     initial_params: Params
 
@@ -105,25 +110,71 @@ def build(config: ExperimentConfig) -> Experiment:
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     data = build_federated_data(**dict(recipe_data))
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, OptimizerConfig(t.momentum, t.weight_decay))
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed,
+                            OptimizerConfig(t.momentum, t.weight_decay, t.proximal_mu))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     executor = _executor(config, recipe, workload)
+    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=[len(d) for d in data.train], costs=costs,
-                           memory=MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0),
-                           executor=executor)
-    o = config.orchestration
-    planner = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
-                           max_steps=t.max_steps, deadline_s=o.deadline_s)
+                           memory=memory, executor=executor)
+    predictor = TaskPredictor(costs, memory, [len(d) for d in data.train], payload_bytes(initial))
+    orchestrator = _orchestrator(config, fleet, predictor, _evaluator(workload))
+    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+
+
+def _planner(config: ExperimentConfig, predictor: TaskPredictor) -> Planner:
+    t, o, w = config.training, config.orchestration, config.local_work
+    fixed = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                         max_steps=t.max_steps, deadline_s=o.deadline_s)
+    if w.kind == "budget":
+        return BudgetEpochsPlanner(fixed, predictor, w.budget_s, w.min_epochs, w.max_epochs)
+    return fixed
+
+
+def _selector(config: ExperimentConfig) -> Selector:
+    s = config.selection
+    inner: Selector = StratifiedSelector() if s.stratify else UniformSelector()
+    if s.kind == "oort":
+        inner = OortSelector(s.oort.exploration, s.oort.cutoff, s.oort.penalty, s.oort.preferred_duration_s)
+    if s.kind == "uniform":
+        return UniformSelector()
+    d = s.defer
+    return DeferringSelector(inner, Deferral(d.min_battery, d.defer_hot, d.require_batch, d.max_duration_s))
+
+
+def _rule(config: ExperimentConfig) -> AggregationRule:
+    a, t, st = config.aggregation, config.training, config.aggregation.staleness
+    fedasync = config.orchestration.mode == "async" and config.asynchronous.algorithm == "fedasync"
+    return AggregationRule(
+        weighting=weighting(config.orchestration.weighting),
+        staleness=StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b),
+        server_lr=config.asynchronous.mixing if fedasync else a.server_lr,
+        fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)
+
+
+def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, predictor: TaskPredictor,
+                  evaluator: Callable[[Params], tuple[float, float]]) -> SyncOrchestrator | AsyncOrchestrator:
+    o, planner = config.orchestration, _planner(config, predictor)
+    cohort = Cohort(planner, _selector(config), predictor)
+    if o.mode == "async":
+        a = config.asynchronous
+        k = 1 if a.algorithm == "fedasync" else a.buffer_size
+        acfg = AsyncConfig(aggregations=o.rounds, buffer_size=k, concurrency=a.concurrency,
+                           max_staleness=o.max_staleness, retry_after_s=a.retry_after_s,
+                           eval_every=config.evaluation.every)
+        return AsyncOrchestrator(fleet=fleet, cohort=cohort, rule=_rule(config), evaluator=evaluator,
+                                 config=acfg, seed=config.seed)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
-                      eval_every=config.evaluation.every)
-    orchestrator = SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting),
-                                    evaluator=_evaluator(workload), config=sync, seed=config.seed)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+                      eval_every=config.evaluation.every, late_updates=o.late_updates,
+                      max_staleness=o.max_staleness)
+    return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
+                            config=sync, seed=config.seed, rule=_rule(config),
+                            cohort=None if config.selection.kind == "uniform" else cohort)
 
 
 @contextmanager
@@ -134,6 +185,13 @@ def built(config: ExperimentConfig) -> Iterator[Experiment]:
         yield exp
     finally:
         exp.executor.close()
+
+
+def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:
+    """The final model's accuracy on each tier's own local test data."""
+    model = exp.workload.module(exp.workload.recipe.model.width)
+    tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
+    return local_accuracy_by_tier(tiers, exp.data.test, lambda x, y: evaluate(model, params, x, y))
 
 
 @dataclass(frozen=True)
@@ -166,7 +224,9 @@ def run(config: ExperimentConfig, run_dir: Path | None = None,
                 out.log_round(outcome.report, outcome.results)
             if on_round:
                 on_round(outcome)
-    summary = summarise(reports, config.evaluation.target_accuracy)
+        summary = summarise(reports, config.evaluation.target_accuracy)
+        local = _local_accuracy(exp, params)
+    summary |= {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local)}
     if out:
         out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                    plots=config.output.plots)

@@ -1,7 +1,8 @@
 """Asynchronous aggregation over the Fleet contract: FedBuff and FedAsync on the virtual clock.
 
 Devices train continuously: whenever a task ends, an idle device is invited (up to
-``concurrency`` tasks in flight), starting from the current model version. The server folds
+``concurrency`` tasks in flight), starting from the current model version — a device never
+trains twice from the same version (it would repeat the same update). The server folds
 each arriving update into a buffer and applies the buffer once it holds K updates — FedBuff
 (Nguyen et al. 2022, "Federated Learning with Buffered Asynchronous Aggregation"); K = 1 with
 server learning rate α is FedAsync (Xie et al. 2019, "Asynchronous Federated Optimization").
@@ -65,6 +66,7 @@ class AsyncState:
         draws: selection draws so far (fixes the next draw with the seed).
         retry_at_s: device → earliest virtual time of its next invitation.
         feedback: Oort feedback (statistical utility, round) per device.
+        started: device → the version its latest task started from.
     """
 
     params: Params
@@ -74,6 +76,7 @@ class AsyncState:
     draws: int = 0
     retry_at_s: dict[int, float] = field(default_factory=dict)
     feedback: dict[int, tuple[float, int]] = field(default_factory=dict)
+    started: dict[int, int] = field(default_factory=dict)
 
 
 class AsyncOrchestrator:
@@ -83,6 +86,11 @@ class AsyncOrchestrator:
                  config: AsyncConfig, seed: int) -> None:
         self.fleet, self.cohort, self.rule = fleet, cohort, rule
         self.evaluator, self.config, self.seed = evaluator, config, seed
+
+    def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
+        """Run ``config.aggregations`` versions from ``params`` (the sync loop's interface)."""
+        for outcome, _ in self.run(AsyncState(params, version=first_round, now_s=start_s)):
+            yield outcome
 
     def run(self, state: AsyncState, aggregations: int | None = None) -> Iterator[tuple[RoundOutcome, AsyncState]]:
         """Apply ``aggregations`` versions (default ``config.aggregations``) from ``state``.
@@ -111,7 +119,8 @@ class AsyncOrchestrator:
         ids = self.fleet.device_ids()
         running = sum(self.fleet.busy(d) for d in ids)
         want = (self.config.concurrency or len(ids)) - running
-        idle = [d for d in ids if not self.fleet.busy(d) and state.retry_at_s.get(d, 0.0) <= state.now_s]
+        idle = [d for d in ids if not self.fleet.busy(d) and state.retry_at_s.get(d, 0.0) <= state.now_s
+                and state.started.get(d, -1) < state.version]
         if want <= 0 or not idle:
             return state
         plans = self.cohort.invite(self.fleet, idle, want, now_s=state.now_s, round_=state.version,
@@ -119,7 +128,8 @@ class AsyncOrchestrator:
         for plan in plans:
             self.fleet.dispatch(plan, state.params, state.now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
-        return dataclasses.replace(state, draws=state.draws + 1)
+        started = state.started | {p.device_id: state.version for p in plans}
+        return dataclasses.replace(state, draws=state.draws + 1, started=started)
 
     def _receive(self, state: AsyncState, result: TaskResult, tally: RoundTally) -> AsyncState:
         state = dataclasses.replace(state, now_s=max(state.now_s, result.finish_s))
