@@ -20,7 +20,8 @@ from tests.orchestration.fakes import FakeFleet, scalar
 
 def _cohort(n: int) -> Cohort:
     cost = measure(ModelSpec("logreg", (4,), 2))
-    return Cohort(FixedPlanner(batch_size=1), UniformSelector(), TaskPredictor(lambda w: cost, MemoryModel(), [1] * n, 8))
+    predictor = TaskPredictor(lambda w: cost, MemoryModel(), [1] * n, 8)
+    return Cohort(FixedPlanner(batch_size=1), UniformSelector(), predictor)
 
 
 def _orchestrator(fleet: FakeFleet, rule: AggregationRule, k: int, **kw: object) -> AsyncOrchestrator:
