@@ -4,7 +4,7 @@ The public API: configuration, the run entry points, the message types and the p
 composes (fleet, planner, orchestrator, aggregation).
 """
 
-from fedfit.aggregation import Contribution, masked_weighted_average, weighting
+from fedfit.aggregation import AggregationRule, Contribution, aggregate, masked_weighted_average, weighting
 from fedfit.config import ExperimentConfig, load_config, parse_config, with_overrides
 from fedfit.cost import MemoryModel, ModelCost, measure, task_cost
 from fedfit.data import FederatedData, build_federated_data
@@ -12,6 +12,7 @@ from fedfit.devices import TIERS, DeviceTrace, PsutilMonitor, Registry, TraceMon
 from fedfit.errors import ConfigError, DataError, FedfitError, PlanError, UpdateRejected
 from fedfit.experiment import Experiment, RunResult, build, run
 from fedfit.models import ModelSpec, build_model
+from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator, AsyncState
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.policy import (
@@ -26,7 +27,9 @@ from fedfit.types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "TIERS", "BatchDecision", "BatchRule", "BatchingRules", "DynamicBatchPlanner", "decide_batch", "ConfigError", "Contribution", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
+    "AggregationRule", "AsyncConfig", "AsyncOrchestrator", "AsyncState", "aggregate",
+    "TIERS", "BatchDecision", "BatchRule", "BatchingRules", "DynamicBatchPlanner", "decide_batch",
+    "ConfigError", "Contribution", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
     "Experiment", "ExperimentConfig", "Failure", "FailureCause", "FedfitError", "FederatedData",
     "FixedPlanner", "Fleet", "Link", "MemoryModel", "ModelCost", "ModelSpec", "PlanError", "Planner",
     "PsutilMonitor", "Registry", "RoundReport", "RunResult", "SimulatedFleet", "SyncConfig",

@@ -81,17 +81,20 @@ class TrainingConfig(_Section):
     lr: Annotated[float, Field(gt=0)] = 0.05
     momentum: Annotated[float, Field(ge=0, lt=1)] = 0.0
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
+    proximal_mu: Annotated[float, Field(ge=0)] = 0.0
 
 
 class OrchestrationConfig(_Section):
     """Round structure."""
 
-    mode: Literal["sync"] = "sync"
+    mode: Literal["sync", "async"] = "sync"
     rounds: PositiveInt = 30
     clients_per_round: PositiveInt = 10
     over_selection: Annotated[float, Field(ge=0)] = 0.0
     deadline_s: Annotated[float, Field(gt=0)] | None = None
-    weighting: Literal["samples", "examples", "uniform", "batch"] = "samples"
+    weighting: Literal["samples", "examples", "uniform", "steps", "batch"] = "samples"
+    late_updates: Literal["drop", "stale"] = "drop"
+    max_staleness: Annotated[int, Field(ge=0)] | None = None
 
 
 class BatchingConfig(_Section):
@@ -133,6 +136,75 @@ class MemoryConfig(_Section):
     workspace_bytes: Annotated[int, Field(ge=0)] = 256 * 1024
 
 
+class StalenessConfig(_Section):
+    """Staleness discount s(versions elapsed) (FedAsync's constant / polynomial / hinge)."""
+
+    kind: Literal["constant", "polynomial", "hinge"] = "polynomial"
+    exponent: Annotated[float, Field(ge=0)] = 0.5
+    hinge_a: Annotated[float, Field(ge=0)] = 10.0
+    hinge_b: Annotated[int, Field(ge=0)] = 4
+
+
+class AggregationConfig(_Section):
+    """What wraps the one masked average: staleness discount, FedNova, server learning rate."""
+
+    fednova: bool = False
+    server_lr: Annotated[float, Field(gt=0)] = 1.0
+    staleness: StalenessConfig = StalenessConfig()
+
+
+class AsyncSection(_Section):
+    """Asynchronous mode (``orchestration.mode: async``): FedBuff or FedAsync."""
+
+    algorithm: Literal["fedbuff", "fedasync"] = "fedbuff"
+    buffer_size: PositiveInt = 10
+    concurrency: PositiveInt | None = None
+    mixing: Annotated[float, Field(gt=0, le=1)] = 0.6
+    retry_after_s: Annotated[float, Field(ge=0)] = 60.0
+
+
+class DeferralConfig(_Section):
+    """When a device sits a round out."""
+
+    min_battery: Fraction = 0.2
+    defer_hot: bool = True
+    require_batch: bool = True
+    max_duration_s: Annotated[float, Field(gt=0)] | None = None
+
+
+class OortConfig(_Section):
+    """Oort-guided selection (Lai et al. 2021)."""
+
+    exploration: Fraction = 0.2
+    cutoff: Fraction = 0.95
+    penalty: Annotated[float, Field(ge=0)] = 2.0
+    preferred_duration_s: Annotated[float, Field(gt=0)] | None = None
+
+
+class SelectionConfig(_Section):
+    """Who is invited: uniform, compute-aware (deferral + optional tier strata) or Oort."""
+
+    kind: Literal["uniform", "compute_aware", "oort"] = "uniform"
+    stratify: bool = True
+    defer: DeferralConfig = DeferralConfig()
+    oort: OortConfig = OortConfig()
+
+
+class LocalWorkConfig(_Section):
+    """Local epochs per device: fixed (``training.local_epochs``) or from a compute budget."""
+
+    kind: Literal["fixed", "budget"] = "fixed"
+    budget_s: Annotated[float, Field(gt=0)] = 10.0
+    min_epochs: PositiveInt = 1
+    max_epochs: PositiveInt = 10
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LocalWorkConfig:
+        if self.min_epochs > self.max_epochs:
+            raise ValueError(f"min_epochs {self.min_epochs} exceeds max_epochs {self.max_epochs}")
+        return self
+
+
 class EvaluationConfig(_Section):
     """When and against what the global model is evaluated."""
 
@@ -170,6 +242,10 @@ class ExperimentConfig(_Section):
     output: OutputConfig = OutputConfig()
     batching: BatchingConfig = BatchingConfig()
     memory: MemoryConfig = MemoryConfig()
+    aggregation: AggregationConfig = AggregationConfig()
+    asynchronous: AsyncSection = AsyncSection()
+    selection: SelectionConfig = SelectionConfig()
+    local_work: LocalWorkConfig = LocalWorkConfig()
     strategies: dict[str, dict[str, Any]] = {}
 
     @property

@@ -16,21 +16,25 @@ from typing import Any
 
 import torch
 
-from fedfit.aggregation import weighting
+from fedfit.aggregation import AggregationRule, LocalSolver, StalenessDiscount, weighting
 from fedfit.config import ExperimentConfig
-from fedfit.cost import MemoryModel, ModelCost, measure
+from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.devices import DeviceTrace, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
-from fedfit.orchestration.sync import RoundOutcome, Selector, SyncConfig, SyncOrchestrator
-from fedfit.policy import FixedPlanner, Planner
+from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
+from fedfit.orchestration.cohort import Cohort
+from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
+from fedfit.policy import (
+    BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
+    ReadinessFirstSelector, Selector, StratifiedSelector, UniformSelector,
+)
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.batching import BatchingRules
-from fedfit.policy.selection import readiness_cohort
-from fedfit.report import RunDirectory, summarise
+from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
-from fedfit.simulation.fleet import SimulatedFleet
+from fedfit.simulation.fleet import SimulatedFleet, payload_bytes
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
 from fedfit.types import DeviceProfile, Params, RoundReport
@@ -77,7 +81,7 @@ class Experiment:
     config: ExperimentConfig
     workload: Workload
     fleet: SimulatedFleet
-    orchestrator: SyncOrchestrator
+    orchestrator: SyncOrchestrator | AsyncOrchestrator
     executor: Executor
     initial_params: Params
 
@@ -122,21 +126,6 @@ def _dynamic_planner(config: ExperimentConfig, cost: ModelCost, memory: MemoryMo
                                max_steps=t.max_steps, deadline_s=config.orchestration.deadline_s)
 
 
-def _readiness_selector(config: ExperimentConfig, fleet: SimulatedFleet,
-                        planner: DynamicBatchPlanner | None) -> Selector | None:
-    if config.batching.selection != "readiness":
-        return None
-    if planner is None:
-        raise ConfigError("batching.selection: 'readiness' needs batching.mode: dynamic")
-
-    def select(candidates: list[int], size: int, round_: int, now_s: float) -> list[int]:
-        def ready(d: int) -> int:
-            return planner.readiness(fleet.profile(d), fleet.snapshot(d, now_s))
-        return readiness_cohort(candidates, size, seed=config.seed, round_=round_, readiness=ready,
-                                low=config.batching.low_readiness)
-    return select
-
-
 def build(config: ExperimentConfig) -> Experiment:
     """Build every object of an experiment from its config.
 
@@ -148,7 +137,8 @@ def build(config: ExperimentConfig) -> Experiment:
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     data = build_federated_data(**dict(recipe_data))
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, OptimizerConfig(t.momentum, t.weight_decay))
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed,
+                            OptimizerConfig(t.momentum, t.weight_decay, t.proximal_mu))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
@@ -161,16 +151,72 @@ def build(config: ExperimentConfig) -> Experiment:
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic)
-    o = config.orchestration
-    planner: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
-                                               max_steps=t.max_steps, deadline_s=o.deadline_s)
+    predictor = TaskPredictor(costs, memory, num_examples, payload_bytes(initial))
+    orchestrator = _orchestrator(config, fleet, predictor, _evaluator(workload), dynamic)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+
+
+def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None) -> Planner:
+    t, o, w = config.training, config.orchestration, config.local_work
+    base: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                                            max_steps=t.max_steps, deadline_s=o.deadline_s)
+    if w.kind == "budget":
+        return BudgetEpochsPlanner(base, predictor, w.budget_s, w.min_epochs, w.max_epochs)
+    return base
+
+
+def _selector(config: ExperimentConfig) -> Selector:
+    s = config.selection
+    inner: Selector = StratifiedSelector() if s.stratify else UniformSelector()
+    if s.kind == "oort":
+        inner = OortSelector(s.oort.exploration, s.oort.cutoff, s.oort.penalty, s.oort.preferred_duration_s)
+    chosen: Selector = UniformSelector()
+    if s.kind != "uniform":
+        d = s.defer
+        chosen = DeferringSelector(inner, Deferral(d.min_battery, d.defer_hot, d.require_batch, d.max_duration_s))
+    if config.batching.selection == "readiness":
+        chosen = ReadinessFirstSelector(chosen, config.batching.low_readiness)
+    return chosen
+
+
+def _cohort(config: ExperimentConfig, planner: Planner, predictor: TaskPredictor,
+            dynamic: DynamicBatchPlanner | None) -> Cohort | None:
+    if config.batching.selection == "readiness" and dynamic is None:
+        raise ConfigError("batching.selection: 'readiness' needs batching.mode: dynamic")
+    if config.selection.kind == "uniform" and config.batching.selection == "uniform":
+        return None
+    return Cohort(planner, _selector(config), predictor, dynamic.readiness if dynamic else None)
+
+
+def _rule(config: ExperimentConfig) -> AggregationRule:
+    a, t, st = config.aggregation, config.training, config.aggregation.staleness
+    fedasync = config.orchestration.mode == "async" and config.asynchronous.algorithm == "fedasync"
+    return AggregationRule(
+        weighting=weighting(config.orchestration.weighting),
+        staleness=StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b),
+        server_lr=config.asynchronous.mixing if fedasync else a.server_lr,
+        fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)
+
+
+def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, predictor: TaskPredictor,
+                  evaluator: Callable[[Params], tuple[float, float]],
+                  dynamic: DynamicBatchPlanner | None) -> SyncOrchestrator | AsyncOrchestrator:
+    o, planner = config.orchestration, _planner(config, predictor, dynamic)
+    cohort = _cohort(config, planner, predictor, dynamic)
+    if o.mode == "async":
+        a = config.asynchronous
+        k = 1 if a.algorithm == "fedasync" else a.buffer_size
+        acfg = AsyncConfig(aggregations=o.rounds, buffer_size=k, concurrency=a.concurrency,
+                           max_staleness=o.max_staleness, retry_after_s=a.retry_after_s,
+                           eval_every=config.evaluation.every)
+        return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
+                                 rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
-                      eval_every=config.evaluation.every)
-    orchestrator = SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting),
-                                    evaluator=_evaluator(workload), config=sync, seed=config.seed,
-                                    selector=_readiness_selector(config, fleet, dynamic))
-    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+                      eval_every=config.evaluation.every, late_updates=o.late_updates,
+                      max_staleness=o.max_staleness)
+    return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
+                            config=sync, seed=config.seed, rule=_rule(config), cohort=cohort)
 
 
 @contextmanager
@@ -181,6 +227,13 @@ def built(config: ExperimentConfig) -> Iterator[Experiment]:
         yield exp
     finally:
         exp.executor.close()
+
+
+def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:
+    """The final model's accuracy on each tier's own local test data."""
+    model = exp.workload.module(exp.workload.recipe.model.width)
+    tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
+    return local_accuracy_by_tier(tiers, exp.data.test, lambda x, y: evaluate(model, params, x, y))
 
 
 @dataclass(frozen=True)
@@ -213,7 +266,9 @@ def run(config: ExperimentConfig, run_dir: Path | None = None,
                 out.log_round(outcome.report, outcome.results)
             if on_round:
                 on_round(outcome)
-    summary = summarise(reports, config.evaluation.target_accuracy)
+        summary = summarise(reports, config.evaluation.target_accuracy)
+        local = _local_accuracy(exp, params)
+    summary |= {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local)}
     if out:
         out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                    plots=config.output.plots)

@@ -12,7 +12,8 @@ from fedfit.devices import TIERS
 from fedfit.models import ModelSpec
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.batching import BatchingRules
-from fedfit.policy.selection import readiness_cohort, uniform_cohort
+from fedfit.policy.readiness import Readiness
+from fedfit.policy.selection import ReadinessFirstSelector, UniformSelector, uniform_cohort
 from fedfit.types import BatchRule, Thermal, Update
 from tests.helpers import state
 
@@ -46,11 +47,19 @@ def test_readiness_is_affordable_micro_batch_zero_when_hot_or_offline() -> None:
     assert planner.readiness(p, state(free_memory_bytes=free, online=False)) == 0
 
 
-def test_readiness_cohort_prefers_ready_devices() -> None:
-    ready = {0: 1, 1: 16, 2: 2, 3: 8, 4: 0, 5: 32}
-    cohort = readiness_cohort(list(ready), 3, seed=0, round_=1, readiness=ready.__getitem__)
+def _ready(device: int, batch: int) -> Readiness:
+    return Readiness(device_id=device, tier="t", affordable_batch=batch, planned_batch=1,
+                     predicted_duration_s=1.0, battery_fraction=None, charging=None,
+                     thermal=Thermal.NOMINAL, online=True)
+
+
+def test_readiness_first_selector_prefers_ready_devices() -> None:
+    reported = {0: 1, 1: 16, 2: 2, 3: 8, 4: 0, 5: 32}
+    ready = [_ready(d, b) for d, b in reported.items()]
+    selector = ReadinessFirstSelector(UniformSelector(), low=2)
+    cohort = selector.select(ready, 3, seed=0, round_=1)
     assert sorted(cohort) == [1, 3, 5]
-    bigger = readiness_cohort(list(ready), 4, seed=0, round_=1, readiness=ready.__getitem__)
+    bigger = selector.select(ready, 4, seed=0, round_=1)
     assert set(bigger[:3]) == {1, 3, 5} and bigger[3] in {0, 2, 4}
     assert bigger[3:] == uniform_cohort([0, 2, 4], 1, seed=0, round_=1)
 

@@ -1,7 +1,16 @@
-"""Aggregation: one masked weighted average, pluggable weights, update validation."""
+"""Aggregation: one masked weighted average, pluggable weights and server steps, validation."""
 
 from fedfit.aggregation.average import Contribution, masked_weighted_average
+from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_params, normalising_length
+from fedfit.aggregation.rule import AggregationRule, Arrival, aggregate
+from fedfit.aggregation.server import server_scale, server_step
+from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
 from fedfit.aggregation.validate import validate_params
 from fedfit.aggregation.weighting import WEIGHTINGS, Weighting, weighting
 
-__all__ = ["WEIGHTINGS", "Contribution", "Weighting", "masked_weighted_average", "validate_params", "weighting"]
+__all__ = [
+    "WEIGHTINGS", "AggregationRule", "Arrival", "Contribution", "LocalSolver", "StalenessDiscount",
+    "StalenessFn", "Weighting", "aggregate", "effective_steps", "masked_weighted_average",
+    "normalised_params", "normalising_length", "server_scale", "server_step", "validate_params",
+    "weighting",
+]

@@ -5,7 +5,12 @@
 * ``uniform``   — every update counts the same;
 * ``batch``     — the effective batch the device actually used (micro-batch × accumulation,
   its last epoch's), seed 000's "server-side normalisation: weight updates by the actual batch
-  size used". ``samples`` already weights by the work actually done (batch × steps).
+  size used". ``samples`` already weights by the work actually done (batch × steps);
+* ``steps``     — optimiser steps taken (more local work counts more; FedNova's ‖a_i‖₁ for plain
+  SGD — FedNova itself normalises by it, see :mod:`fedfit.aggregation.fednova`).
+
+Staleness discounts (:mod:`fedfit.aggregation.staleness`) multiply these in
+:func:`fedfit.aggregation.rule.aggregate`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ WEIGHTINGS: dict[str, Weighting] = {
     "examples": lambda u: float(u.num_examples),
     "uniform": lambda u: 1.0,
     "batch": lambda u: float(u.micro_batch * u.accumulation_steps),
+    "steps": lambda u: float(u.steps),
 }
 
 

@@ -5,6 +5,13 @@ updates (over-selection), stops waiting at the round deadline, validates every u
 shape or non-finite values are rejected and counted), folds the valid ones in with the masked
 weighted average (FedAvg, McMahan et al. 2017, when weighted by samples) and evaluates.
 The loop is driven by fleet events, so asynchronous modes reuse the same contract.
+
+Late updates: with ``late_updates="drop"`` tasks still running at the deadline (or after the
+first k updates) are cancelled; with ``"stale"`` they keep running and are folded into the
+round in which they arrive, discounted by their staleness (rounds elapsed), unless staler than
+``max_staleness``. A :class:`~fedfit.orchestration.cohort.Cohort` replaces uniform selection
+with readiness-based selection; an :class:`~fedfit.aggregation.AggregationRule` adds
+weighting, staleness discounts, FedNova and a server learning rate around the one average.
 """
 
 from __future__ import annotations
@@ -13,18 +20,18 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal
 
-from fedfit.aggregation import Contribution, Weighting, masked_weighted_average, validate_params
+from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate, validate_params
 from fedfit.errors import UpdateRejected
+from fedfit.orchestration.cohort import Cohort, feedback_of
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
-from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, Update
+from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
 
 #: Evaluates parameters: returns (accuracy, loss).
 Evaluator = Callable[[Params], tuple[float, float]]
-#: Picks a cohort: (idle candidates, size, round, now_s) -> device ids.
-Selector = Callable[[list[int], int, int, float], list[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,9 @@ class SyncConfig:
         deadline_s: virtual seconds a round waits; ``None`` waits for every invited device.
         idle_wait_s: virtual seconds to wait before the next round when a round saw no event time.
         eval_every: evaluate every this many rounds (and after the last).
+        late_updates: ``drop`` cancels tasks still running when a round ends; ``stale`` lets them
+            finish and folds them into a later round as stale updates.
+        max_staleness: updates more rounds old than this are dropped and counted ``stale``.
     """
 
     rounds: int
@@ -46,6 +56,8 @@ class SyncConfig:
     deadline_s: float | None = None
     idle_wait_s: float = 60.0
     eval_every: int = 1
+    late_updates: Literal["drop", "stale"] = "drop"
+    max_staleness: int | None = None
 
 
 @dataclass(frozen=True)
@@ -61,10 +73,12 @@ class SyncOrchestrator:
     """Runs synchronous rounds; iterate :meth:`rounds` to drive it."""
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
-                 config: SyncConfig, seed: int, selector: Selector | None = None) -> None:
+                 config: SyncConfig, seed: int, cohort: Cohort | None = None,
+                 rule: AggregationRule | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
         self.evaluator, self.config, self.seed = evaluator, config, seed
-        self.selector = selector
+        self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
+        self._feedback: dict[int, tuple[float, int]] = {}
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
@@ -72,32 +86,31 @@ class SyncOrchestrator:
         for r in range(first_round, first_round + self.config.rounds):
             tally = RoundTally()
             results, end_s = self._run_round(r, params, now_s, tally)
-            params = self._aggregate(params, results, tally)
+            params = self._aggregate(r, params, results, tally)
             acc, loss = self._maybe_evaluate(r, first_round, params)
-            report = RoundReport(
-                round=r, virtual_time_s=end_s, wall_time_s=time.perf_counter() - wall0,
-                accuracy=acc, loss=loss, participants_by_tier=dict(sorted((+tally.participants).items())),
-                invited_by_tier=dict(sorted(tally.invited.items())),
-                failures_by_cause=dict(sorted(tally.failures_by_cause.items())),
-                failures_by_tier=dict(sorted(tally.failures_by_tier.items())),
-                bytes_up=tally.bytes_up, bytes_down=tally.bytes_down, energy_j=tally.energy_j,
-                rejected_updates=tally.rejected, micro_batch_by_tier=tally.mean_micro_batch())
+            report = tally.report(round_=r, virtual_time_s=end_s, wall_time_s=time.perf_counter() - wall0,
+                                  accuracy=acc, loss=loss)
             now_s = end_s
             yield RoundOutcome(report, tuple(results), params)
+        if self.config.late_updates == "stale":
+            self.fleet.cancel_pending()
 
     def _run_round(self, r: int, params: Params, now_s: float,
                    tally: RoundTally) -> tuple[list[TaskResult], float]:
         k = self.config.clients_per_round
         invite = math.ceil(k * (1 + self.config.over_selection))
         idle = [d for d in self.fleet.device_ids() if not self.fleet.busy(d)]
-        cohort = (self.selector(idle, invite, r, now_s) if self.selector is not None
-                  else uniform_cohort(idle, invite, seed=self.seed, round_=r))
-        for device in cohort:
-            state = self.fleet.snapshot(device, now_s)
-            plan = self.planner.plan(device, r, self.fleet.profile(device), state)
+        for plan in self._plans(idle, invite, r, now_s):
             self.fleet.dispatch(plan, params, now_s)
-            tally.invited[self.fleet.profile(device).tier] += 1
+            tally.invited[self.fleet.profile(plan.device_id).tier] += 1
         return self._collect(r, now_s, k, tally)
+
+    def _plans(self, idle: list[int], invite: int, r: int, now_s: float) -> list[TrainPlan]:
+        if self.cohort is not None:
+            return self.cohort.invite(self.fleet, idle, invite, now_s=now_s, round_=r, seed=self.seed,
+                                      draw=r, feedback=self._feedback)
+        return [self.planner.plan(d, r, self.fleet.profile(d), self.fleet.snapshot(d, now_s))
+                for d in uniform_cohort(idle, invite, seed=self.seed, round_=r)]
 
     def _collect(self, r: int, now_s: float, k: int, tally: RoundTally) -> tuple[list[TaskResult], float]:
         deadline = now_s + self.config.deadline_s if self.config.deadline_s is not None else math.inf
@@ -112,26 +125,36 @@ class SyncOrchestrator:
             if isinstance(result.outcome, Failure):
                 tally.count_failure(result.tier, result.outcome.cause)
             else:
-                successes += 1
+                successes += result.plan.round == r  # late updates of earlier rounds do not count
                 tally.count_success(result)
-        for plan in self.fleet.cancel_pending():
-            if successes < k:  # still waiting when the deadline struck: a straggler
-                tally.count_failure(self.fleet.profile(plan.device_id).tier, FailureCause.DEADLINE)
-                end_s = deadline
+        if self.config.late_updates == "stale":
+            if successes < k and self.fleet.peek_time() is not None:
+                end_s = deadline  # the round gave up on its stragglers, which keep running
+        else:
+            for plan in self.fleet.cancel_pending():
+                if successes < k:  # still waiting when the deadline struck: a straggler
+                    tally.count_failure(self.fleet.profile(plan.device_id).tier, FailureCause.DEADLINE)
+                    end_s = deadline
         return results, end_s if end_s > now_s else now_s + self.config.idle_wait_s
 
-    def _aggregate(self, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
-        contributions = []
+    def _aggregate(self, r: int, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
+        arrivals = []
         for res in results:
             if not isinstance(res.outcome, Update):
+                continue
+            staleness = r - res.plan.round
+            if self.config.max_staleness is not None and staleness > self.config.max_staleness:
+                tally.participants[res.tier] -= 1
+                tally.count_failure(res.tier, FailureCause.STALE)
                 continue
             try:
                 validate_params(params, res.outcome.params)
             except UpdateRejected:
                 tally.count_rejected(res.tier)
                 continue
-            contributions.append(Contribution(res.outcome.params, self.weighting(res.outcome)))
-        return masked_weighted_average(params, contributions) if contributions else params
+            arrivals.append(Arrival(res.outcome, staleness))
+            self._feedback[res.plan.device_id] = feedback_of(res.outcome)
+        return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, first: int, params: Params) -> tuple[float | None, float | None]:
         last = r == first + self.config.rounds - 1

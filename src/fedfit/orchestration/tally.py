@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from fedfit.types import FailureCause, TaskResult
+from fedfit.types import FailureCause, RoundReport, TaskResult
 
 
 @dataclass
@@ -44,3 +44,15 @@ class RoundTally:
 
     def mean_micro_batch(self) -> dict[str, float]:
         return {t: sum(v) / len(v) for t, v in sorted(self.micro_batches.items())}
+
+    def report(self, *, round_: int, virtual_time_s: float, wall_time_s: float,
+               accuracy: float | None, loss: float | None) -> RoundReport:
+        """The :class:`RoundReport` of these counters."""
+        return RoundReport(
+            round=round_, virtual_time_s=virtual_time_s, wall_time_s=wall_time_s, accuracy=accuracy,
+            loss=loss, participants_by_tier=dict(sorted((+self.participants).items())),
+            invited_by_tier=dict(sorted(self.invited.items())),
+            failures_by_cause=dict(sorted(self.failures_by_cause.items())),
+            failures_by_tier=dict(sorted(self.failures_by_tier.items())),
+            bytes_up=self.bytes_up, bytes_down=self.bytes_down, energy_j=self.energy_j,
+            rejected_updates=self.rejected, micro_batch_by_tier=self.mean_micro_batch())

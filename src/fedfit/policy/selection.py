@@ -1,11 +1,20 @@
 """Cohort selection. Uniform random selection derives its draw from (seed, round) only, so a
-resumed run picks the same cohort as an unbroken one (as FedJAX's client samplers do)."""
+resumed run picks the same cohort as an unbroken one (as FedJAX's client samplers do).
+
+Selectors take :class:`~fedfit.policy.readiness.Readiness` values and compose: a
+:class:`DeferringSelector` filters, then an inner selector (uniform, stratified across tiers,
+or Oort-guided) draws.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+
+from fedfit.policy.readiness import Deferral, Readiness
 
 
 def uniform_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: int) -> list[int]:
@@ -26,25 +35,51 @@ def uniform_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: i
     return [pool[i] for i in rng.choice(len(pool), size=take, replace=False)]
 
 
-def readiness_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: int,
-                     readiness: Callable[[int], int], low: int = 2) -> list[int]:
-    """Uniform draw that deprioritises devices whose readiness is at most ``low``.
+class Selector(Protocol):
+    """Chooses a cohort from readiness values; deterministic from (seed, round)."""
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        """Up to ``size`` device ids from ``ready``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class UniformSelector:
+    """Uniform random selection (readiness ignored): the FedAvg baseline."""
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        return uniform_cohort([r.device_id for r in ready], size, seed=seed, round_=round_)
+
+
+@dataclass(frozen=True, slots=True)
+class DeferringSelector:
+    """Drops deferred devices (offline, low battery, hot, too little memory, too slow), then
+    lets ``inner`` choose among the rest."""
+
+    inner: Selector
+    deferral: Deferral = Deferral()
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        eligible = [r for r in ready if not self.deferral.defers(r)]
+        return self.inner.select(eligible, size, seed=seed, round_=round_)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadinessFirstSelector:
+    """Deprioritises devices whose affordable batch is at most ``low``, then lets ``inner`` choose.
 
     Seed 000: "a device in a low-power state may report a batch size of 1 or 2, signalling it
-    should be deprioritised". Devices reporting more than ``low`` are drawn first (uniformly,
-    from (seed, round)); the low ones fill the cohort only when too few are ready.
-
-    Args:
-        candidates: device ids that may be invited.
-        size: cohort size.
-        seed: experiment seed.
-        round_: round number.
-        readiness: the batch a device can afford now (0: it would decline).
-        low: readiness at or below which a device is deprioritised.
+    should be deprioritised". Devices reporting more than ``low`` are chosen first; the low ones
+    fill the cohort only when too few are ready.
     """
-    ready = [d for d in candidates if readiness(d) > low]
-    chosen = uniform_cohort(ready, size, seed=seed, round_=round_)
-    if len(chosen) < size:
-        rest = [d for d in candidates if d not in set(ready)]
-        chosen += uniform_cohort(rest, size - len(chosen), seed=seed, round_=round_)
-    return chosen
+
+    inner: Selector
+    low: int = 2
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        high = [r for r in ready if r.affordable_batch > self.low]
+        chosen = self.inner.select(high, size, seed=seed, round_=round_)
+        if len(chosen) < size:
+            rest = [r for r in ready if r.affordable_batch <= self.low]
+            chosen += self.inner.select(rest, size - len(chosen), seed=seed, round_=round_)
+        return chosen

@@ -26,6 +26,7 @@ class OptimizerConfig:
 
     momentum: float = 0.0
     weight_decay: float = 0.0
+    proximal_mu: float = 0.0  # FedProx μ: adds μ/2·‖w − w_global‖² to the local loss (0: off)
 
 
 def task_generator(seed: int, device_id: int, round_: int) -> torch.Generator:
@@ -55,6 +56,15 @@ def _step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, micro: int) -> flo
     return total
 
 
+def _add_proximal_gradient(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> None:
+    """FedProx (Li et al. 2020, "Federated Optimization in Heterogeneous Networks"): the
+    gradient of μ/2·‖w − w_global‖² is μ·(w − w_global), added before each step."""
+    with torch.no_grad():
+        for p, p0 in zip(model.parameters(), anchor, strict=True):
+            if p.grad is not None:
+                p.grad.add_(p - p0, alpha=mu)
+
+
 def train(
     model: nn.Module,
     params: Params,
@@ -73,7 +83,7 @@ def train(
         x, y: the device's local training data.
         plan: micro-batch, accumulation, epochs, step cap and learning rate.
         seed: experiment seed (with device and round it fixes the shuffling).
-        optimizer: momentum and weight decay of local SGD.
+        optimizer: momentum, weight decay and FedProx μ of local SGD.
 
     Returns:
         The :class:`Update` with the trained parameters and the work done.
@@ -84,9 +94,12 @@ def train(
                           weight_decay=optimizer.weight_decay)
     gen = task_generator(seed, plan.device_id, plan.round)
     loss_sum, samples, steps = 0.0, 0, 0
+    anchor = [p.detach().clone() for p in model.parameters()] if optimizer.proximal_mu > 0 else []
     for idx, micro in _batches(len(x), plan, gen):
         opt.zero_grad(set_to_none=True)
         loss_sum += _step(model, x[idx], y[idx], micro)
+        if anchor:
+            _add_proximal_gradient(model, anchor, optimizer.proximal_mu)
         opt.step()
         samples += len(idx)
         steps += 1

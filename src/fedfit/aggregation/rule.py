@@ -1,0 +1,78 @@
+"""The aggregation rule: pluggable weights and server step around the one masked average.
+
+An :class:`AggregationRule` composes a base weighting (samples, examples, steps, batch size,
+uniform), a staleness discount, optional FedNova normalisation and a server learning rate.
+:func:`aggregate` turns arriving updates into :class:`Contribution` s, folds them with
+:func:`masked_weighted_average` and moves the master with :func:`server_step`::
+
+    w_i = weighting(u_i) · s(staleness_i)
+    x̄   = masked_weighted_average(x, [(y_i, w_i)])      y_i = x_i, or FedNova's normalised x_i
+    x  ← x + η (x̄ − x)      η = server_lr · Σ w_i s_i / Σ w_i · τ_eff
+
+Plain FedAvg is weighting ``samples``, constant staleness, no FedNova, server_lr 1. FedBuff is
+K buffered updates with a polynomial discount and η_g; FedAsync is one update at a time with
+server_lr α (so η = α·s(t−τ)); FedNova sets τ_eff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fedfit.aggregation.average import Contribution, masked_weighted_average
+from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_params, normalising_length
+from fedfit.aggregation.server import server_scale, server_step
+from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
+from fedfit.aggregation.weighting import WEIGHTINGS, Weighting
+from fedfit.types import Params, Update
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """An update as the server folds it in: the update and its staleness in model versions."""
+
+    update: Update
+    staleness: int = 0
+
+
+@dataclass(frozen=True)
+class AggregationRule:
+    """How arrivals become a new master model.
+
+    Attributes:
+        weighting: base weight of an update.
+        staleness: discount s(staleness) multiplying the weight.
+        server_lr: server learning rate (FedBuff η_g, FedAsync α; 1 for FedAvg).
+        fednova: FedNova's local-solver description; ``None`` disables normalisation.
+    """
+
+    weighting: Weighting = WEIGHTINGS["samples"]
+    staleness: StalenessFn = StalenessDiscount()
+    server_lr: float = 1.0
+    fednova: LocalSolver | None = None
+
+
+def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule = AggregationRule()) -> Params:
+    """Fold ``arrivals`` into ``master`` under ``rule`` (``master`` unchanged when empty).
+
+    >>> import torch
+    >>> from fedfit.types import Update
+    >>> u = Update(0, 0, {"w": torch.tensor([2.0])}, 1, 1, 1, 1, 1, 0.0)
+    >>> aggregate({"w": torch.tensor([0.0])}, [Arrival(u)], AggregationRule(server_lr=0.5))["w"]
+    tensor([1.])
+    """
+    if not arrivals:
+        return master
+    weights = [rule.weighting(a.update) for a in arrivals]
+    discounts = [rule.staleness(a.staleness) for a in arrivals]
+    lengths = [normalising_length(a.update.steps, rule.fednova) if rule.fednova else 1.0 for a in arrivals]
+    contributions = [
+        Contribution(normalised_params(master, a.update.params, n) if rule.fednova else a.update.params, w * s)
+        for a, w, s, n in zip(arrivals, weights, discounts, lengths, strict=True)
+    ]
+    if sum(c.weight for c in contributions) <= 0:
+        return master
+    averaged = masked_weighted_average(master, contributions)
+    tau_eff = effective_steps([c.weight for c in contributions], lengths) if rule.fednova else 1.0
+    return server_step(master, averaged, server_scale(server_lr=rule.server_lr, weights=weights,
+                                                      discounts=discounts, tau_eff=tau_eff))

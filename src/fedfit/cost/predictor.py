@@ -1,0 +1,43 @@
+"""Predicting a task's cost before dispatch: what selection and local-work planning consult.
+
+A :class:`TaskPredictor` binds the measured model, the memory model, each device's data size
+and the payload size, and answers "what would this plan cost on this device in this state?"
+with the same arithmetic the simulated fleet uses (:func:`fedfit.cost.time.task_cost`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fedfit.cost.memory import MemoryModel
+from fedfit.cost.profile import ModelCost
+from fedfit.cost.time import task_cost
+from fedfit.types import DeviceProfile, DeviceState, TaskCost, TrainPlan
+
+
+@dataclass(frozen=True)
+class TaskPredictor:
+    """Predicted cost and affordable batch of a plan on a device.
+
+    Attributes:
+        costs: measured model cost per width.
+        memory: the memory model.
+        num_examples: local training-set size per device id.
+        payload_bytes: bytes sent each way per task.
+    """
+
+    costs: Callable[[float], ModelCost]
+    memory: MemoryModel
+    num_examples: Sequence[int]
+    payload_bytes: int
+
+    def cost(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> TaskCost:
+        """The modelled :class:`TaskCost` of ``plan`` on the device in ``state``."""
+        return task_cost(plan=plan, profile=profile, state=state, cost=self.costs(plan.width),
+                         memory=self.memory, num_examples=self.num_examples[plan.device_id],
+                         bytes_down=self.payload_bytes, bytes_up=self.payload_bytes)
+
+    def affordable_batch(self, plan: TrainPlan, state: DeviceState) -> int:
+        """Largest micro-batch whose peak fits the reported free memory (0: none fits)."""
+        return self.memory.max_micro_batch(self.costs(plan.width), state.free_memory_bytes)

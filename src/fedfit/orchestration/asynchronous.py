@@ -1,0 +1,163 @@
+"""Asynchronous aggregation over the Fleet contract: FedBuff and FedAsync on the virtual clock.
+
+Devices train continuously: whenever a task ends, an idle device is invited (up to
+``concurrency`` tasks in flight), starting from the current model version — a device never
+trains twice from the same version (it would repeat the same update). The server folds
+each arriving update into a buffer and applies the buffer once it holds K updates — FedBuff
+(Nguyen et al. 2022, "Federated Learning with Buffered Asynchronous Aggregation"); K = 1 with
+server learning rate α is FedAsync (Xie et al. 2019, "Asynchronous Federated Optimization").
+Staleness is the number of versions applied since the update's starting version; updates
+staler than ``max_staleness`` are dropped and counted as ``stale``. Each application is one
+server version and one :class:`~fedfit.types.RoundReport`.
+
+The loop's state is an explicit value (:class:`AsyncState`): ``run(state)`` yields after each
+application with the new state, and ``run`` on a yielded state continues exactly where an
+unbroken run would be — with the same fleet, which holds the tasks still in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from fedfit.aggregation import AggregationRule, Arrival, aggregate, validate_params
+from fedfit.errors import UpdateRejected
+from fedfit.orchestration.cohort import Cohort, feedback_of
+from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.sync import Evaluator, RoundOutcome
+from fedfit.orchestration.tally import RoundTally
+from fedfit.types import Failure, FailureCause, Params, TaskResult
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncConfig:
+    """Asynchronous-mode settings.
+
+    Attributes:
+        aggregations: server versions to produce (each one a report).
+        buffer_size: K, updates per application (1: FedAsync).
+        concurrency: tasks kept in flight; ``None``: every device trains continuously.
+        max_staleness: updates staler than this many versions are dropped; ``None``: no bound.
+        retry_after_s: virtual seconds a device whose task failed waits before its next invitation.
+        idle_wait_s: virtual seconds the server waits when nobody can be invited and nothing runs.
+        eval_every: evaluate every this many versions (and after the last).
+    """
+
+    aggregations: int
+    buffer_size: int = 10
+    concurrency: int | None = None
+    max_staleness: int | None = None
+    retry_after_s: float = 60.0
+    idle_wait_s: float = 60.0
+    eval_every: int = 1
+
+
+@dataclass(frozen=True)
+class AsyncState:
+    """Everything the server holds between events (tasks in flight live in the fleet).
+
+    Attributes:
+        params: the current master model.
+        version: server versions applied so far.
+        now_s: virtual time of the last event.
+        buffer: arrivals waiting for the next application.
+        draws: selection draws so far (fixes the next draw with the seed).
+        retry_at_s: device → earliest virtual time of its next invitation.
+        feedback: Oort feedback (statistical utility, round) per device.
+        started: device → the version its latest task started from.
+    """
+
+    params: Params
+    version: int = 0
+    now_s: float = 0.0
+    buffer: tuple[Arrival, ...] = ()
+    draws: int = 0
+    retry_at_s: dict[int, float] = field(default_factory=dict)
+    feedback: dict[int, tuple[float, int]] = field(default_factory=dict)
+    started: dict[int, int] = field(default_factory=dict)
+
+
+class AsyncOrchestrator:
+    """Runs buffered asynchronous aggregation; iterate :meth:`run`."""
+
+    def __init__(self, *, fleet: Fleet, cohort: Cohort, rule: AggregationRule, evaluator: Evaluator,
+                 config: AsyncConfig, seed: int) -> None:
+        self.fleet, self.cohort, self.rule = fleet, cohort, rule
+        self.evaluator, self.config, self.seed = evaluator, config, seed
+
+    def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
+        """Run ``config.aggregations`` versions from ``params`` (the sync loop's interface)."""
+        for outcome, _ in self.run(AsyncState(params, version=first_round, now_s=start_s)):
+            yield outcome
+
+    def run(self, state: AsyncState, aggregations: int | None = None) -> Iterator[tuple[RoundOutcome, AsyncState]]:
+        """Apply ``aggregations`` versions (default ``config.aggregations``) from ``state``.
+
+        Yields:
+            Each version's outcome and the state right after it.
+        """
+        wall0, target = time.perf_counter(), state.version + (aggregations or self.config.aggregations)
+        while state.version < target:
+            tally, results = RoundTally(), []
+            while len(state.buffer) < self.config.buffer_size:
+                state = self._fill(state, tally)
+                result = self.fleet.next_result()
+                if result is None:
+                    state = dataclasses.replace(state, now_s=state.now_s + self.config.idle_wait_s)
+                    continue
+                results.append(result)
+                state = self._receive(state, result, tally)
+            state = self._apply(state)
+            acc, loss = self._maybe_evaluate(state, target)
+            report = tally.report(round_=state.version - 1, virtual_time_s=state.now_s,
+                                  wall_time_s=time.perf_counter() - wall0, accuracy=acc, loss=loss)
+            yield RoundOutcome(report, tuple(results), state.params), state
+
+    def _fill(self, state: AsyncState, tally: RoundTally) -> AsyncState:
+        ids = self.fleet.device_ids()
+        running = sum(self.fleet.busy(d) for d in ids)
+        want = (self.config.concurrency or len(ids)) - running
+        idle = [d for d in ids if not self.fleet.busy(d) and state.retry_at_s.get(d, 0.0) <= state.now_s
+                and state.started.get(d, -1) < state.version]
+        if want <= 0 or not idle:
+            return state
+        plans = self.cohort.invite(self.fleet, idle, want, now_s=state.now_s, round_=state.version,
+                                   seed=self.seed, draw=state.draws, feedback=state.feedback)
+        for plan in plans:
+            self.fleet.dispatch(plan, state.params, state.now_s)
+            tally.invited[self.fleet.profile(plan.device_id).tier] += 1
+        started = state.started | {p.device_id: state.version for p in plans}
+        return dataclasses.replace(state, draws=state.draws + 1, started=started)
+
+    def _receive(self, state: AsyncState, result: TaskResult, tally: RoundTally) -> AsyncState:
+        state = dataclasses.replace(state, now_s=max(state.now_s, result.finish_s))
+        tally.count_result(result)
+        device = result.plan.device_id
+        if isinstance(result.outcome, Failure):
+            tally.count_failure(result.tier, result.outcome.cause)
+            return dataclasses.replace(state, retry_at_s={**state.retry_at_s,
+                                                          device: state.now_s + self.config.retry_after_s})
+        staleness = state.version - result.plan.round
+        if self.config.max_staleness is not None and staleness > self.config.max_staleness:
+            tally.count_failure(result.tier, FailureCause.STALE)
+            return state
+        tally.count_success(result)
+        try:
+            validate_params(state.params, result.outcome.params)
+        except UpdateRejected:
+            tally.count_rejected(result.tier)
+            return state
+        return dataclasses.replace(state, buffer=(*state.buffer, Arrival(result.outcome, staleness)),
+                                   feedback={**state.feedback, device: feedback_of(result.outcome)})
+
+    def _apply(self, state: AsyncState) -> AsyncState:
+        params = aggregate(state.params, state.buffer, self.rule)
+        return dataclasses.replace(state, params=params, version=state.version + 1, buffer=())
+
+    def _maybe_evaluate(self, state: AsyncState, last: int) -> tuple[float | None, float | None]:
+        if state.version % self.config.eval_every and state.version != last:
+            return None, None
+        return self.evaluator(state.params)
+

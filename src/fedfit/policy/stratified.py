@@ -1,0 +1,51 @@
+"""Stratified selection across capability tiers.
+
+Each tier gets a share of the cohort proportional to its eligible devices (largest remainder,
+ties broken by tier name), drawn uniformly within the tier from (seed, round, tier), so weak
+tiers are represented in every round instead of by chance.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedfit.policy.readiness import Readiness
+
+
+def tier_quotas(counts: dict[str, int], size: int) -> dict[str, int]:
+    """Seats per tier, proportional to ``counts``, summing to ``min(size, Σ counts)``.
+
+    >>> tier_quotas({"a": 6, "b": 3, "c": 1}, 5)
+    {'a': 3, 'b': 2, 'c': 0}
+    """
+    total = sum(counts.values())
+    size = min(size, total)
+    if total == 0:
+        return {t: 0 for t in counts}
+    exact = {t: size * n / total for t, n in counts.items()}
+    quotas = {t: int(v) for t, v in exact.items()}
+    by_remainder = sorted(counts, key=lambda t: (-(exact[t] - quotas[t]), t))
+    for t in by_remainder[: size - sum(quotas.values())]:
+        quotas[t] += 1
+    return quotas
+
+
+@dataclass(frozen=True, slots=True)
+class StratifiedSelector:
+    """Proportional seats per tier, uniform within each tier."""
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+        groups: dict[str, list[int]] = {}
+        for r in sorted(ready, key=lambda r: r.device_id):
+            groups.setdefault(r.tier, []).append(r.device_id)
+        quotas = tier_quotas({t: len(ids) for t, ids in groups.items()}, size)
+        chosen: list[int] = []
+        for tier in sorted(groups):
+            rng = np.random.default_rng([seed, round_, zlib.crc32(tier.encode())])
+            ids = groups[tier]
+            chosen.extend(ids[i] for i in rng.choice(len(ids), size=quotas[tier], replace=False))
+        return chosen

@@ -1,0 +1,46 @@
+"""Synchronous straggler handling: late updates dropped, or folded in later as stale."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedfit.aggregation import AggregationRule, StalenessDiscount, weighting
+from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
+from fedfit.policy import FixedPlanner
+from tests.orchestration.fakes import FakeFleet, scalar
+
+
+def _run(late: str, max_staleness: int | None = None) -> list:  # type: ignore[type-arg]
+    fleet = FakeFleet(durations=[1.0, 8.0], deltas=[1.0, 4.0])
+    config = SyncConfig(rounds=2, clients_per_round=2, deadline_s=5.0, late_updates=late,  # type: ignore[arg-type]
+                        max_staleness=max_staleness)
+    rule = AggregationRule(weighting=weighting("uniform"), staleness=StalenessDiscount("polynomial", exponent=1.0))
+    orch = SyncOrchestrator(fleet=fleet, planner=FixedPlanner(batch_size=1), weighting=weighting("uniform"),
+                            evaluator=lambda p: (0.0, 0.0), config=config, seed=0, rule=rule)
+    return list(orch.rounds(scalar(0.0)))
+
+
+def test_drop_cancels_the_straggler_and_counts_a_deadline_failure() -> None:
+    rounds = _run("drop")
+
+    assert rounds[0].report.failures_by_cause == {"deadline": 1}
+    assert rounds[0].params["w"].item() == pytest.approx(1.0)  # only d0
+    assert rounds[1].params["w"].item() == pytest.approx(2.0)  # d0 again; d1 cancelled again
+
+
+def test_stale_folds_the_straggler_into_the_next_round_with_its_discount() -> None:
+    rounds = _run("stale")
+
+    # Round 0 ends at its deadline (t=5) with d0 only: x = 1. d1 keeps running from x=0.
+    assert rounds[0].report.virtual_time_s == 5.0
+    assert rounds[0].params["w"].item() == pytest.approx(1.0)
+    # Round 1: d0 from x=1 → 2 (fresh, s=1) at t=6, d1 from x=0 → 4 at t=8 (1 round stale, s=1/2).
+    assert rounds[1].report.participants_by_tier == {"test": 2}
+    assert rounds[1].params["w"].item() == pytest.approx(1.0 + 0.75 * ((2.0 + 0.5 * 4.0) / 1.5 - 1.0))
+
+
+def test_stale_beyond_the_bound_is_dropped_and_counted() -> None:
+    rounds = _run("stale", max_staleness=0)
+
+    assert rounds[1].report.failures_by_cause == {"stale": 1}
+    assert rounds[1].params["w"].item() == pytest.approx(2.0)
