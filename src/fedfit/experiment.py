@@ -23,13 +23,17 @@ from fedfit.data import FederatedData, build_federated_data
 from fedfit.devices import DeviceTrace, generate_trace, load_csv_trace, profile_from_mapping, tier
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
+from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
-from fedfit.policy import FixedPlanner
+from fedfit.policy import FixedPlanner, Planner
+from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.report import RunDirectory, summarise
+from fedfit.report.model_file import save_model
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
+from fedfit.training.static_bn import evaluate_static
 from fedfit.types import DeviceProfile, Params, RoundReport
 
 
@@ -76,6 +80,8 @@ class Experiment:
     orchestrator: SyncOrchestrator
     executor: Executor
     initial_params: Params
+    spec: ModelSpec | None = None
+    submodels: SubModelExchange | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -88,10 +94,35 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
     return LocalExecutor(workload)
 
 
-def _evaluator(workload: Workload) -> Callable[[Params], tuple[float, float]]:
-    test = workload.data.global_test
-    model = workload.module(workload.recipe.model.width)
+def calibration_inputs(data: FederatedData, samples: int, seed: int) -> torch.Tensor:
+    """Up to ``samples`` training inputs drawn across devices (static batch-norm statistics)."""
+    x = torch.cat([d.x for d in data.train])
+    order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
+    return x[order[:samples]]
+
+
+def _evaluator(workload: Workload, calibration: int) -> Callable[[Params], tuple[float, float]]:
+    test, spec = workload.data.global_test, workload.recipe.model
+    if spec.norm != "none":
+        calib = calibration_inputs(workload.data, calibration, workload.recipe.seed)
+        return lambda params: evaluate_static(spec, 1.0, params, calib, test.x, test.y)
+    model = workload.module(1.0)
     return lambda params: evaluate(model, params, test.x, test.y)
+
+
+def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[DeviceProfile],
+                   examples: list[int], costs: Callable[[float], ModelCost], memory: MemoryModel) -> WidthPlanner:
+    w = config.width
+    deadline = w.deadline_s if w.deadline_s is not None else config.orchestration.deadline_s
+    policy = WidthPolicy(mode=w.mode, widths=tuple(w.widths), fixed=w.fixed, deadline_s=deadline,
+                         elastic=w.elastic, quantile=w.elastic_quantile)
+    if w.mode == "common":
+        probe = base.plan(0, 0, profiles[0], nominal_state(profiles[0]))
+        fixed = common_width(probe, profiles, examples, widths=w.widths, costs=costs, memory=memory,
+                             deadline_s=deadline)
+        policy = WidthPolicy(mode="fixed", widths=policy.widths, fixed=fixed, deadline_s=deadline,
+                             elastic=w.elastic, quantile=w.elastic_quantile)
+    return WidthPlanner(base, policy, costs, memory, examples, config.seed)
 
 
 def build(config: ExperimentConfig) -> Experiment:
@@ -104,26 +135,30 @@ def build(config: ExperimentConfig) -> Experiment:
     profiles = fleet_profiles(config)
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     data = build_federated_data(**dict(recipe_data))
-    spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width)
+    spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
+                     config.model.norm, config.width.scaler)
     recipe = WorkloadRecipe(spec, recipe_data, config.seed, OptimizerConfig(t.momentum, t.weight_decay))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
+    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
+    examples = [len(d) for d in data.train]
+    submodels = SubModelExchange(spec, config.width.indices, config.seed)
     executor = _executor(config, recipe, workload)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
-                           num_examples=[len(d) for d in data.train], costs=costs,
-                           memory=MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0),
-                           executor=executor)
+                           num_examples=examples, costs=costs, memory=memory, executor=executor)
     o = config.orchestration
-    planner = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
-                           max_steps=t.max_steps, deadline_s=o.deadline_s)
+    base = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                        max_steps=t.max_steps, deadline_s=o.deadline_s)
+    planner = _width_planner(config, base, profiles, examples, costs, memory)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every)
     orchestrator = SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting),
-                                    evaluator=_evaluator(workload), config=sync, seed=config.seed)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+                                    evaluator=_evaluator(workload, config.width.calibration_samples),
+                                    config=sync, seed=config.seed, submodels=submodels)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels)
 
 
 @contextmanager
@@ -144,6 +179,7 @@ class RunResult:
     summary: dict[str, Any]
     run_dir: Path | None
     params: Params
+    spec: ModelSpec | None = None
 
 
 def run(config: ExperimentConfig, run_dir: Path | None = None,
@@ -166,8 +202,11 @@ def run(config: ExperimentConfig, run_dir: Path | None = None,
                 out.log_round(outcome.report, outcome.results)
             if on_round:
                 on_round(outcome)
+        spec, stats = exp.spec, exp.submodels.stats if exp.submodels else None
     summary = summarise(reports, config.evaluation.target_accuracy)
     if out:
         out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                    plots=config.output.plots)
-    return RunResult(tuple(reports), summary, run_dir, params)
+        if spec is not None:
+            save_model(out.path, spec, params, stats)
+    return RunResult(tuple(reports), summary, run_dir, params, spec)

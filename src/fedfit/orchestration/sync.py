@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fedfit.aggregation import Contribution, Weighting, masked_weighted_average, validate_params
 from fedfit.errors import UpdateRejected
 from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
 from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, Update
@@ -56,12 +57,17 @@ class RoundOutcome:
 
 
 class SyncOrchestrator:
-    """Runs synchronous rounds; iterate :meth:`rounds` to drive it."""
+    """Runs synchronous rounds; iterate :meth:`rounds` to drive it.
+
+    With ``submodels``, each device is sent only its plan's sub-model and its update is folded
+    back at the coordinates it held (width-aware aggregation); without, the whole model.
+    """
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
-                 config: SyncConfig, seed: int) -> None:
+                 config: SyncConfig, seed: int, submodels: SubModelExchange | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
         self.evaluator, self.config, self.seed = evaluator, config, seed
+        self.submodels = submodels
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
@@ -90,7 +96,8 @@ class SyncOrchestrator:
         for device in uniform_cohort(idle, invite, seed=self.seed, round_=r):
             state = self.fleet.snapshot(device, now_s)
             plan = self.planner.plan(device, r, self.fleet.profile(device), state)
-            self.fleet.dispatch(plan, params, now_s)
+            sent = self.submodels.outgoing(plan, params) if self.submodels else params
+            self.fleet.dispatch(plan, sent, now_s)
             tally.invited[self.fleet.profile(device).tier] += 1
         return self._collect(r, now_s, k, tally)
 
@@ -121,12 +128,16 @@ class SyncOrchestrator:
             if not isinstance(res.outcome, Update):
                 continue
             try:
-                validate_params(params, res.outcome.params)
+                contributions.append(self._contribution(res.outcome, params))
             except UpdateRejected:
                 tally.count_rejected(res.tier)
-                continue
-            contributions.append(Contribution(res.outcome.params, self.weighting(res.outcome)))
         return masked_weighted_average(params, contributions) if contributions else params
+
+    def _contribution(self, update: Update, params: Params) -> Contribution:
+        if self.submodels is not None:
+            return self.submodels.contribution(update, params, self.weighting(update))
+        validate_params(params, update.params)
+        return Contribution(update.params, self.weighting(update))
 
     def _maybe_evaluate(self, r: int, first: int, params: Params) -> tuple[float | None, float | None]:
         last = r == first + self.config.rounds - 1

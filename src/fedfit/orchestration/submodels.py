@@ -1,0 +1,80 @@
+"""Sub-model exchange: what each device downloads, and how its update returns to the master.
+
+For each dispatched plan the exchange picks the plan's coordinate map (its width and the index
+choice), sends only the sub-model's tensors, and on the way back validates the update against
+the sub-model's shapes, scatters it into master coordinates and hands the aggregator a
+:class:`~fedfit.aggregation.Contribution` whose masks mark the coordinates it held. The
+masked weighted average then *is* HeteroFL's width-aware aggregation (Diao et al. 2021): each
+master coordinate is averaged over the devices that held it, coordinates nobody trained keep
+their value. The master model itself is never trained. Channel statistics of every accepted
+update are accumulated here (for ``importance`` indices and ``fedfit prune``).
+"""
+
+from __future__ import annotations
+
+from fedfit.aggregation import Contribution, validate_params
+from fedfit.errors import PlanError
+from fedfit.models import ModelSpec
+from fedfit.models.channel_stats import ChannelStats, accumulate
+from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
+from fedfit.models.indices import choose_map, width_counts
+from fedfit.types import Params, TrainPlan, Update
+
+
+class SubModelExchange:
+    """Slices plans' sub-models out of the master and folds their updates back in.
+
+    Args:
+        spec: the master model.
+        indices: ``prefix``, ``random`` or ``importance``.
+        seed: fixes ``random`` draws (with device and round).
+    """
+
+    def __init__(self, spec: ModelSpec, indices: str = "prefix", seed: int = 0) -> None:
+        self.spec, self.indices, self.seed = spec, indices, seed
+        self.groups: tuple[WidthGroup, ...] = width_groups(spec.build())
+        self.stats = ChannelStats.empty(self.groups)
+        self._counts: dict[float, dict[str, int]] = {}
+        self._pending: dict[tuple[int, int], CoordinateMap] = {}
+
+    def counts(self, width: float) -> dict[str, int]:
+        """Units per width group of the sub-model at ``width`` (relative to the master).
+
+        Raises:
+            PlanError: a width outside (0, 1], or a width below 1 on a model with nothing to slice.
+        """
+        if not 0.0 < width <= 1.0:
+            raise PlanError(f"plan width {width}: must be in (0, 1]")
+        if width < 1.0 and not self.groups:
+            raise PlanError(f"plan width {width}: model '{self.spec.name}' has no hidden dimension to scale")
+        if width not in self._counts:
+            self._counts[width] = width_counts(self.spec, width)
+        return self._counts[width]
+
+    def map_for(self, plan: TrainPlan) -> CoordinateMap:
+        """The coordinate map of ``plan``'s sub-model."""
+        return choose_map(self.groups, self.counts(plan.width), self.indices, seed=self.seed,
+                          device_id=plan.device_id, round_=plan.round, scores=self.stats.scores)
+
+    def outgoing(self, plan: TrainPlan, master: Params) -> Params:
+        """The sub-model parameters to send with ``plan`` (remembered until its update returns)."""
+        cmap = self.map_for(plan)
+        for key in [k for k in self._pending if k[1] < plan.round]:  # tasks of past rounds are gone
+            del self._pending[key]
+        self._pending[(plan.device_id, plan.round)] = cmap
+        return cmap.extract(master)
+
+    def contribution(self, update: Update, master: Params, weight: float) -> Contribution:
+        """``update`` in master coordinates with its held-coordinate masks.
+
+        Raises:
+            UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
+        """
+        cmap = self._pending.pop((update.device_id, update.round), None)
+        if cmap is None:
+            cmap = CoordinateMap(self.groups, {})
+        validate_params(cmap.extract(master), update.params)
+        full = cmap.scatter(update.params, master)
+        if weight > 0:
+            self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
+        return Contribution(full, weight, cmap.masks(master) or None)
