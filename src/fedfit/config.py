@@ -130,7 +130,7 @@ class WidthConfig(_Section):
     deadline_s: Annotated[float, Field(gt=0)] | None = None
     elastic: bool = False
     elastic_quantile: Fraction = 0.5
-    scaler: bool = True
+    scaler: bool = False
     calibration_samples: PositiveInt = 2000
 
 

@@ -94,8 +94,17 @@ def choose_map(
 
 
 def width_counts(spec: ModelSpec, width: float) -> dict[str, int]:
-    """Units per width group of ``spec``'s sub-model at ``width`` (relative to the master)."""
-    return {g.name: g.size for g in width_groups(spec.build(width))}
+    """Units per width group of ``spec``'s sub-model at ``width`` (relative to the master).
+
+    Raises:
+        PlanError: a width outside (0, 1], or a width below 1 on a model with nothing to slice.
+    """
+    if not 0.0 < width <= 1.0:
+        raise PlanError(f"plan width {width}: must be in (0, 1]")
+    groups = width_groups(spec.build(width))
+    if width < 1.0 and not groups:
+        raise PlanError(f"plan width {width}: model '{spec.name}' has no hidden dimension to scale")
+    return {g.name: g.size for g in groups}
 
 
 def sub_map(spec: ModelSpec, width: float, choice: str = "prefix",

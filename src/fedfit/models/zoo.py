@@ -149,7 +149,8 @@ class ModelSpec:
         num_classes: output classes.
         width: the master model's width multiplier.
         norm: ``none`` or ``batch`` (static batch-norm, CNN only).
-        scaler: whether sub-models divide hidden outputs by their width rate in training.
+        scaler: whether sub-models divide hidden outputs by their width rate in training (meant
+            for use with ``norm="batch"``, as HeteroFL; without a norm it amplifies activations).
     """
 
     name: str
@@ -157,7 +158,7 @@ class ModelSpec:
     num_classes: int
     width: float = 1.0
     norm: str = "none"
-    scaler: bool = True
+    scaler: bool = False
 
     def build(self, rate: float | None = None, *, track_norm_stats: bool = False) -> nn.Module:
         """A freshly initialised module: the master (``rate`` 1 or ``None``) or a sub-model.

@@ -13,7 +13,6 @@ update are accumulated here (for ``importance`` indices and ``fedfit prune``).
 from __future__ import annotations
 
 from fedfit.aggregation import Contribution, validate_params
-from fedfit.errors import PlanError
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats, accumulate
 from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
@@ -43,10 +42,6 @@ class SubModelExchange:
         Raises:
             PlanError: a width outside (0, 1], or a width below 1 on a model with nothing to slice.
         """
-        if not 0.0 < width <= 1.0:
-            raise PlanError(f"plan width {width}: must be in (0, 1]")
-        if width < 1.0 and not self.groups:
-            raise PlanError(f"plan width {width}: model '{self.spec.name}' has no hidden dimension to scale")
         if width not in self._counts:
             self._counts[width] = width_counts(self.spec, width)
         return self._counts[width]

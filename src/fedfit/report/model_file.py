@@ -32,7 +32,7 @@ def _spec_record(spec: ModelSpec) -> dict[str, Any]:
 
 def _spec_from(record: dict[str, Any]) -> ModelSpec:
     return ModelSpec(record["name"], tuple(record["input_shape"]), int(record["num_classes"]),
-                     float(record["width"]), record.get("norm", "none"), bool(record.get("scaler", True)))
+                     float(record["width"]), record.get("norm", "none"), bool(record.get("scaler", False)))
 
 
 def _contiguous(params: Params) -> Params:
