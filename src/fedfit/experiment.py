@@ -144,7 +144,7 @@ def build(config: ExperimentConfig) -> Experiment:
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
     examples = [len(d) for d in data.train]
-    submodels = SubModelExchange(spec, config.width.indices, config.seed)
+    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     executor = _executor(config, recipe, workload)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=examples, costs=costs, memory=memory, executor=executor)

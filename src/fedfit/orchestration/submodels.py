@@ -12,6 +12,9 @@ update are accumulated here (for ``importance`` indices and ``fedfit prune``).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from fedfit.aggregation import Contribution, validate_params
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats, accumulate
@@ -24,26 +27,29 @@ class SubModelExchange:
     """Slices plans' sub-models out of the master and folds their updates back in.
 
     Args:
-        spec: the master model.
+        groups: the master's width groups.
+        counts: units per group of the sub-model at a width (relative to the master); raises
+            :class:`~fedfit.errors.PlanError` for a width the model cannot take.
         indices: ``prefix``, ``random`` or ``importance``.
         seed: fixes ``random`` draws (with device and round).
     """
 
-    def __init__(self, spec: ModelSpec, indices: str = "prefix", seed: int = 0) -> None:
-        self.spec, self.indices, self.seed = spec, indices, seed
-        self.groups: tuple[WidthGroup, ...] = width_groups(spec.build())
+    def __init__(self, groups: tuple[WidthGroup, ...], counts: Callable[[float], dict[str, int]],
+                 indices: str = "prefix", seed: int = 0) -> None:
+        self.groups, self.indices, self.seed = groups, indices, seed
         self.stats = ChannelStats.empty(self.groups)
-        self._counts: dict[float, dict[str, int]] = {}
+        self._count, self._counts = counts, dict[float, dict[str, int]]()
         self._pending: dict[tuple[int, int], CoordinateMap] = {}
 
-    def counts(self, width: float) -> dict[str, int]:
-        """Units per width group of the sub-model at ``width`` (relative to the master).
+    @classmethod
+    def for_spec(cls, spec: ModelSpec, indices: str = "prefix", seed: int = 0) -> SubModelExchange:
+        """The exchange of a zoo model."""
+        return cls(width_groups(spec.build()), functools.partial(width_counts, spec), indices, seed)
 
-        Raises:
-            PlanError: a width outside (0, 1], or a width below 1 on a model with nothing to slice.
-        """
+    def counts(self, width: float) -> dict[str, int]:
+        """Units per width group of the sub-model at ``width`` (cached)."""
         if width not in self._counts:
-            self._counts[width] = width_counts(self.spec, width)
+            self._counts[width] = self._count(width)
         return self._counts[width]
 
     def map_for(self, plan: TrainPlan) -> CoordinateMap:
