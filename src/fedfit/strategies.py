@@ -18,6 +18,14 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "fixed8": {"training.batch_size": 8},
     "fixed4": {"training.batch_size": 4},
     "overselect": {"orchestration.over_selection": 0.3},
+    # dynamic width (seed 003): every device full width / the width all fit / its own width /
+    # its own width with random units (federated dropout) / random levels / elastic global width
+    "width-full": {"width.mode": "fixed", "width.fixed": 1.0, "width.indices": "prefix"},
+    "width-common": {"width.mode": "common", "width.indices": "prefix"},
+    "width-capability": {"width.mode": "capability", "width.indices": "prefix"},
+    "width-dropout": {"width.mode": "capability", "width.indices": "random"},
+    "width-random": {"width.mode": "random", "width.indices": "prefix"},
+    "width-elastic": {"width.mode": "capability", "width.indices": "prefix", "width.elastic": True},
 }
 
 
