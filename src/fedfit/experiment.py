@@ -120,7 +120,7 @@ def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[Devic
         probe = base.plan(0, 0, profiles[0], nominal_state(profiles[0]))
         fixed = common_width(probe, profiles, examples, widths=w.widths, costs=costs, memory=memory,
                              deadline_s=deadline)
-        policy = WidthPolicy(mode="fixed", widths=policy.widths, fixed=fixed, deadline_s=deadline,
+        policy = WidthPolicy(mode="capability", widths=(fixed,), fixed=fixed, deadline_s=deadline,
                              elastic=w.elastic, quantile=w.elastic_quantile)
     return WidthPlanner(base, policy, costs, memory, examples, config.seed)
 

@@ -101,7 +101,8 @@ class CNN(nn.Module):
     A smaller cousin of McMahan et al.'s FedAvg CNN, sized so a 2-core host trains a fleet
     in minutes. Works on any square input whose side is divisible by 4 (28×28, 8×8).
     ``norm="batch"`` puts a static batch-norm after each conv (conv → scaler → norm → ReLU → pool,
-    as HeteroFL); ``track_norm_stats`` builds the evaluation twin that holds running statistics.
+    as HeteroFL, whose scaler always precedes a norm; fc1 has none, so no scaler);
+    ``track_norm_stats`` builds the evaluation twin that holds running statistics.
     """
 
     def __init__(self, in_channels: int, side: int, num_classes: int, width: float = 1.0, *,
@@ -120,7 +121,7 @@ class CNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.max_pool2d(torch.relu(self.norm1(self.scaler(self.conv1(x)))), 2)
         x = torch.max_pool2d(torch.relu(self.norm2(self.scaler(self.conv2(x)))), 2)
-        x = torch.relu(self.scaler(self.fc1(x.flatten(1))))
+        x = torch.relu(self.fc1(x.flatten(1)))
         return self.fc2(x)
 
     def _outputs(self, conv: str, norm: str) -> tuple[AxisRef, ...]:

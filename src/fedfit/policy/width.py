@@ -8,8 +8,9 @@ Modes (one per round and device, from the monitor's last snapshot):
   (Diao et al. 2021 assign levels by capability; here capability is re-read every round);
 * ``random``     — a width drawn uniformly from the list per (seed, device, round): subnet
   sampling (HeteroFL's dynamic mode);
-* ``common``     — the largest width that every device of the fleet fits nominally (the
-  smallest common denominator, decided once).
+* ``common``     — the largest width that every device of the fleet fits at rest (the
+  smallest common denominator, decided once); like ``capability`` with that one width, so a
+  device that cannot fit it at the planned batch micro-batches.
 
 Elastic global width caps every device's width at the *active* width: the ``quantile`` of the
 capability widths of the previous round's cohort (so a weak pool shrinks it and strong devices
