@@ -11,31 +11,25 @@ from safetensors.torch import load_file
 
 from fedfit.cli import main
 from fedfit.cost import MemoryModel, measure
-from fedfit.config import parse_config
+from fedfit.config import ExperimentConfig
 from fedfit.errors import PlanError
 from fedfit.experiment import run
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import load_exported
 from tests.helpers import write_fashion_like
+from tests.test_end_to_end import small
 
 
-def _config(tmp: Path | None = None, **sections: dict) -> dict:
-    raw: dict = {
-        "name": "width", "seed": 1,
-        "data": {"dataset": "digits", "partition": {"kind": "iid"}, "max_train_samples": 600, "max_test_samples": 100},
-        "model": {"name": "cnn"},
-        "fleet": {"tiers": {"flagship_phone": 3, "midrange_phone": 3}},
-        "training": {"batch_size": 16},
-        "orchestration": {"rounds": 2, "clients_per_round": 6},
-        "output": {"plots": False, "progress": False},
-    }
+def _config(**sections: dict) -> ExperimentConfig:
+    """The end-to-end tests' small digits run, two rounds on six phones, with ``sections`` merged in."""
+    base = {"fleet": {"tiers": {"flagship_phone": 3, "midrange_phone": 3}}, "orchestration": {"rounds": 2}}
     for key, value in sections.items():
-        raw[key] = {**raw.get(key, {}), **value}
-    return raw
+        base[key] = {**base.get(key, {}), **value}
+    return small(**base)
 
 
 def test_each_device_downloads_and_uploads_only_its_sub_model() -> None:
-    result = run(parse_config(_config(width={"mode": "fixed", "fixed": 0.5})))
+    result = run(_config(width={"mode": "fixed", "fixed": 0.5}))
     sub_bytes = 4 * sum(p.numel() for p in ModelSpec("cnn", (1, 8, 8), 10).build(0.5).parameters())
     for report in result.reports:
         successes = sum(report.participants_by_tier.values())
@@ -45,7 +39,7 @@ def test_each_device_downloads_and_uploads_only_its_sub_model() -> None:
 
 def test_a_width_plan_on_a_model_without_hidden_layers_is_a_plan_error() -> None:
     with pytest.raises(PlanError, match="no hidden dimension"):
-        run(parse_config(_config(model={"name": "logreg"}, width={"mode": "fixed", "fixed": 0.5})))
+        run(_config(model={"name": "logreg"}, width={"mode": "fixed", "fixed": 0.5}))
 
 
 def test_sensors_train_a_tiny_sub_model_within_their_memory(tmp_path: Path) -> None:
@@ -54,7 +48,7 @@ def test_sensors_train_a_tiny_sub_model_within_their_memory(tmp_path: Path) -> N
                   fleet={"tiers": {"sensor_mcu": 4, "flagship_phone": 2}},
                   training={"batch_size": 32}, width={"mode": "capability"},
                   orchestration={"rounds": 2, "clients_per_round": 6})
-    run(parse_config(raw), tmp_path / "run")
+    run(raw, tmp_path / "run")
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     sensors = [e for e in events if e["tier"] == "sensor_mcu" and e["ok"]]
     assert sensors, "no sensor update arrived"
@@ -71,7 +65,7 @@ def test_sensors_train_a_tiny_sub_model_within_their_memory(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_export_evaluate_and_prune_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     raw = _config(model={"name": "mlp"}, width={"mode": "random", "widths": [1.0, 0.5]})
-    run(parse_config(raw), tmp_path / "run")
+    run(raw, tmp_path / "run")
     assert main(["export", str(tmp_path / "run"), "--width", "0.25", "--out", str(tmp_path / "exp")]) == 0
     master = load_file(str(tmp_path / "run" / "model.safetensors"))
     model = load_exported(tmp_path / "exp")
@@ -94,7 +88,7 @@ def test_export_evaluate_and_prune_a_finished_run(tmp_path: Path, capsys: pytest
 def test_exported_batch_norm_cnn_runs_alone_and_matches_evaluate(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     raw = _config(model={"norm": "batch"}, width={"mode": "capability", "scaler": True, "indices": "importance"})
-    run(parse_config(raw), tmp_path / "run")
+    run(raw, tmp_path / "run")
     assert main(["export", str(tmp_path / "run"), "--width", "0.5", "--out", str(tmp_path / "exp")]) == 0
     model = load_exported(tmp_path / "exp")
     assert {"norm1.running_mean", "norm2.running_var"} <= set(model.state_dict())

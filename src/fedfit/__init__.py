@@ -12,9 +12,13 @@ from fedfit.devices import TIERS, DeviceTrace, PsutilMonitor, Registry, TraceMon
 from fedfit.errors import ConfigError, DataError, FedfitError, PlanError, UpdateRejected
 from fedfit.experiment import Experiment, RunResult, build, run
 from fedfit.models import ModelSpec, build_model
+from fedfit.models.coordinates import CoordinateMap, WidthGroup
+from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.policy import FixedPlanner, Planner, uniform_cohort
+from fedfit.policy.width import WidthPlanner, WidthPolicy
+from fedfit.report.model_file import load_exported
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.types import (
     DeviceProfile, DeviceState, Failure, FailureCause, Link, RoundReport, TaskCost, TaskResult,
@@ -24,7 +28,8 @@ from fedfit.types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "TIERS", "ConfigError", "Contribution", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
+    "TIERS", "ConfigError", "Contribution", "CoordinateMap", "SubModelExchange", "WidthGroup", "WidthPlanner",
+    "WidthPolicy", "load_exported", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
     "Experiment", "ExperimentConfig", "Failure", "FailureCause", "FedfitError", "FederatedData",
     "FixedPlanner", "Fleet", "Link", "MemoryModel", "ModelCost", "ModelSpec", "PlanError", "Planner",
     "PsutilMonitor", "Registry", "RoundReport", "RunResult", "SimulatedFleet", "SyncConfig",

@@ -103,4 +103,5 @@ def load_exported(folder: Path) -> nn.Module:
 def predict(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """Class predictions of a loaded sub-model."""
     with torch.no_grad():
-        return model(x).argmax(1)
+        labels: torch.Tensor = model(x).argmax(1)
+    return labels

@@ -46,8 +46,8 @@ def calibrated(spec: ModelSpec, rate: float, params: Params, calibration_x: torc
         for m in norms:
             m.reset_running_stats()
             m.train()
-        for xs in calibration_x.split(batch):
-            model(xs)
+        for start in range(0, len(calibration_x), batch):
+            model(calibration_x[start:start + batch])
         model.eval()
     return model
 
