@@ -104,3 +104,12 @@ def test_run_dir_commands_reject_bad_input_with_exit_2(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert main(["prune", str(tmp_path / "empty")]) == 2
     assert main(["export", str(tmp_path / "empty"), "--width", "0"]) == 2
+
+
+def test_federated_dropout_run_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    config = _config(width={"mode": "random", "indices": "random", "widths": [1.0, 0.5, 0.25]})
+    first, second = run(config, tmp_path / "a"), run(config, tmp_path / "b")
+    assert (tmp_path / "a" / "events.jsonl").read_text() == (tmp_path / "b" / "events.jsonl").read_text()
+    assert all(torch.equal(first.params[k], second.params[k]) for k in first.params)
+    widths = {json.loads(line)["width"] for line in (tmp_path / "a" / "events.jsonl").read_text().splitlines()}
+    assert len(widths) > 1
