@@ -12,12 +12,16 @@ from fedfit.devices import TIERS, DeviceTrace, PsutilMonitor, Registry, TraceMon
 from fedfit.errors import ConfigError, DataError, FedfitError, PlanError, UpdateRejected
 from fedfit.experiment import Experiment, RunResult, build, run
 from fedfit.models import ModelSpec, build_model
+from fedfit.models.coordinates import CoordinateMap, WidthGroup
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator, AsyncState
 from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.policy import (
     BatchDecision, BatchingRules, DynamicBatchPlanner, FixedPlanner, Planner, decide_batch, uniform_cohort,
 )
+from fedfit.policy.width import WidthPlanner, WidthPolicy
+from fedfit.report.model_file import load_exported
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.types import (
     BatchRule, DeviceProfile, DeviceState, Failure, FailureCause, Link, RoundReport, TaskCost, TaskResult,
@@ -30,6 +34,7 @@ __all__ = [
     "AggregationRule", "AsyncConfig", "AsyncOrchestrator", "AsyncState", "aggregate",
     "TIERS", "BatchDecision", "BatchRule", "BatchingRules", "DynamicBatchPlanner", "decide_batch",
     "ConfigError", "Contribution", "DataError", "DeviceProfile", "DeviceState", "DeviceTrace",
+    "CoordinateMap", "SubModelExchange", "WidthGroup", "WidthPlanner", "WidthPolicy", "load_exported",
     "Experiment", "ExperimentConfig", "Failure", "FailureCause", "FedfitError", "FederatedData",
     "FixedPlanner", "Fleet", "Link", "MemoryModel", "ModelCost", "ModelSpec", "PlanError", "Planner",
     "PsutilMonitor", "Registry", "RoundReport", "RunResult", "SimulatedFleet", "SyncConfig",

@@ -1,4 +1,4 @@
-"""The ``fedfit`` command line: run | compare | devices.
+"""The ``fedfit`` command line: run | compare | devices | export | evaluate | prune.
 
 Flags and files are read here and nowhere below. Configuration and data errors exit with
 status 2 and one line naming what is wrong.
@@ -21,7 +21,8 @@ from rich.table import Table
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.devices import TIERS
-from fedfit.errors import ConfigError, DataError
+from fedfit.deployment import evaluate_run, export_run, prune_run
+from fedfit.errors import ConfigError, DataError, PlanError
 from fedfit.experiment import RunResult, run
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import plot_accuracy
@@ -143,6 +144,63 @@ def _profile_row(p: Any) -> dict[str, Any]:
             "radios": ", ".join(r.value for r in p.radios)}
 
 
+def cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
+    rows = evaluate_run(Path(args.run_dir))
+    if args.json:
+        print(json.dumps([{"width": r.width, "accuracy": r.accuracy, "loss": r.loss, "num_params": r.num_params}
+                          for r in rows], indent=2))
+        return 0
+    t = Table(title=f"{args.run_dir}: the master model at each width")
+    for col in ("width", "accuracy", "loss", "parameters", "parameter bytes"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(f"{r.width:g}", f"{r.accuracy:.4f}", f"{r.loss:.4f}", f"{r.num_params:,}", _bytes(4 * r.num_params))
+    console.print(t)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, console: Console) -> int:
+    out = Path(args.out) if args.out else Path(args.run_dir) / f"export-w{args.width:g}"
+    folder = export_run(Path(args.run_dir), args.width, out)
+    config = json.loads((folder / "config.json").read_text())
+    console.print(f"exported width {args.width:g} ({config['num_params']:,} parameters) to {folder}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace, console: Console) -> int:
+    rows, width = prune_run(Path(args.run_dir), args.coverage)
+    if args.json:
+        print(json.dumps({"width": width, "groups": [
+            {"group": r.group, "size": r.size, "keep": r.keep, "dead": r.dead, "ranking": list(r.ranking)}
+            for r in rows]}, indent=2))
+        return 0
+    t = Table(title=f"units covering {args.coverage:.0%} of the accumulated update magnitude")
+    for col in ("group", "units", "keep", "never updated", "least important"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.group, str(r.size), str(r.keep), str(r.dead), ", ".join(map(str, r.ranking[-5:])))
+    console.print(t)
+    console.print(f"suggested width: {width:.3g} (fedfit export RUN_DIR --width {width:.3g})")
+    return 0
+
+
+def _add_run_dir_commands(sub: Any) -> None:
+    e = sub.add_parser("export", help="write a standalone sub-model of a finished run")
+    e.add_argument("run_dir")
+    e.add_argument("--width", type=float, required=True, help="width relative to the master, in (0, 1]")
+    e.add_argument("--out", help="output folder (default: RUN_DIR/export-wWIDTH)")
+    e.set_defaults(func=cmd_export)
+    v = sub.add_parser("evaluate", help="accuracy and parameter count of a run's model per width")
+    v.add_argument("run_dir")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("prune", help="suggest a pruned width from a run's channel statistics")
+    p.add_argument("run_dir")
+    p.add_argument("--coverage", type=float, default=0.9, help="share of update magnitude to keep")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_prune)
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``fedfit``."""
     p = argparse.ArgumentParser(prog="fedfit", description="Federated learning fitted to every device.")
@@ -162,6 +220,7 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("devices", help="print the tier catalogue")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_devices)
+    _add_run_dir_commands(sub)
     return p
 
 
@@ -171,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
     try:
         return int(args.func(args, console))
-    except (ConfigError, DataError) as err:
+    except (ConfigError, DataError, PlanError) as err:
         print(f"fedfit: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -55,6 +55,7 @@ class ModelConfig(_Section):
 
     name: Literal["logreg", "mlp", "cnn", "cnn1d"] = "cnn"
     width: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    norm: Literal["none", "batch"] = "none"
 
 
 class FleetConfig(_Section):
@@ -227,6 +228,23 @@ class OutputConfig(_Section):
     progress: bool = True
 
 
+Width = Annotated[float, Field(gt=0.0, le=1.0)]
+
+
+class WidthConfig(_Section):
+    """Dynamic width: which sub-model each device trains (seed 003, HeteroFL)."""
+
+    mode: Literal["fixed", "capability", "random", "common"] = "fixed"
+    widths: Annotated[tuple[Width, ...], Field(min_length=1)] = (1.0, 0.5, 0.25, 0.125, 0.0625)
+    fixed: Width = 1.0
+    indices: Literal["prefix", "random", "importance"] = "prefix"
+    deadline_s: Annotated[float, Field(gt=0)] | None = None
+    elastic: bool = False
+    elastic_quantile: Fraction = 0.5
+    scaler: bool = False
+    calibration_samples: PositiveInt = 2000
+
+
 class ExperimentConfig(_Section):
     """The whole experiment."""
 
@@ -246,6 +264,7 @@ class ExperimentConfig(_Section):
     asynchronous: AsyncSection = AsyncSection()
     selection: SelectionConfig = SelectionConfig()
     local_work: LocalWorkConfig = LocalWorkConfig()
+    width: WidthConfig = WidthConfig()
     strategies: dict[str, dict[str, Any]] = {}
 
     @property

@@ -25,6 +25,7 @@ from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort
+from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
 from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
@@ -33,10 +34,13 @@ from fedfit.policy import (
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.batching import BatchingRules
 from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
+from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
+from fedfit.report.model_file import save_model
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet, payload_bytes
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
+from fedfit.training.static_bn import evaluate_static
 from fedfit.types import DeviceProfile, Params, RoundReport
 
 
@@ -84,6 +88,8 @@ class Experiment:
     orchestrator: SyncOrchestrator | AsyncOrchestrator
     executor: Executor
     initial_params: Params
+    spec: ModelSpec | None = None
+    submodels: SubModelExchange | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -96,9 +102,19 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
     return LocalExecutor(workload)
 
 
-def _evaluator(workload: Workload) -> Callable[[Params], tuple[float, float]]:
-    test = workload.data.global_test
-    model = workload.module(workload.recipe.model.width)
+def calibration_inputs(data: FederatedData, samples: int, seed: int) -> torch.Tensor:
+    """Up to ``samples`` training inputs drawn across devices (static batch-norm statistics)."""
+    x = torch.cat([d.x for d in data.train])
+    order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
+    return x[order[:samples]]
+
+
+def _evaluator(workload: Workload, calibration: int) -> Callable[[Params], tuple[float, float]]:
+    test, spec = workload.data.global_test, workload.recipe.model
+    if spec.norm != "none":
+        calib = calibration_inputs(workload.data, calibration, workload.recipe.seed)
+        return lambda params: evaluate_static(spec, 1.0, params, calib, test.x, test.y)
+    model = workload.module(1.0)
     return lambda params: evaluate(model, params, test.x, test.y)
 
 
@@ -126,6 +142,21 @@ def _dynamic_planner(config: ExperimentConfig, cost: ModelCost, memory: MemoryMo
                                max_steps=t.max_steps, deadline_s=config.orchestration.deadline_s)
 
 
+def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[DeviceProfile],
+                   examples: list[int], costs: Callable[[float], ModelCost], memory: MemoryModel) -> WidthPlanner:
+    w = config.width
+    deadline = w.deadline_s if w.deadline_s is not None else config.orchestration.deadline_s
+    policy = WidthPolicy(mode=w.mode, widths=tuple(w.widths), fixed=w.fixed, deadline_s=deadline,
+                         elastic=w.elastic, quantile=w.elastic_quantile)
+    if w.mode == "common":
+        probe = base.plan(0, 0, profiles[0], nominal_state(profiles[0]))
+        fixed = common_width(probe, profiles, examples, widths=w.widths, costs=costs, memory=memory,
+                             deadline_s=deadline)
+        policy = WidthPolicy(mode="capability", widths=(fixed,), fixed=fixed, deadline_s=deadline,
+                             elastic=w.elastic, quantile=w.elastic_quantile)
+    return WidthPlanner(base, policy, costs, memory, examples, config.seed)
+
+
 def build(config: ExperimentConfig) -> Experiment:
     """Build every object of an experiment from its config.
 
@@ -136,13 +167,17 @@ def build(config: ExperimentConfig) -> Experiment:
     profiles = fleet_profiles(config)
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     data = build_federated_data(**dict(recipe_data))
-    spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width)
+    spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
+                     config.model.norm, config.width.scaler)
     recipe = WorkloadRecipe(spec, recipe_data, config.seed,
                             OptimizerConfig(t.momentum, t.weight_decay, t.proximal_mu))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
+    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
+    examples = [len(d) for d in data.train]
+    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     executor = _executor(config, recipe, workload)
     memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0,
                          workspace_bytes=config.memory.workspace_bytes)
@@ -152,8 +187,11 @@ def build(config: ExperimentConfig) -> Experiment:
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic)
     predictor = TaskPredictor(costs, memory, num_examples, payload_bytes(initial))
-    orchestrator = _orchestrator(config, fleet, predictor, _evaluator(workload), dynamic)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial)
+    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
+    planner = _width_planner(config, _planner(config, predictor, dynamic), profiles, num_examples, costs, memory)
+    evaluator = _evaluator(workload, config.width.calibration_samples)
+    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels)
 
 
 def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None) -> Planner:
@@ -198,10 +236,10 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
         fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)
 
 
-def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, predictor: TaskPredictor,
-                  evaluator: Callable[[Params], tuple[float, float]],
-                  dynamic: DynamicBatchPlanner | None) -> SyncOrchestrator | AsyncOrchestrator:
-    o, planner = config.orchestration, _planner(config, predictor, dynamic)
+def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
+                  evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
+                  submodels: SubModelExchange) -> SyncOrchestrator | AsyncOrchestrator:
+    o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
     if o.mode == "async":
         a = config.asynchronous
@@ -210,13 +248,15 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, predictor: Ta
                            max_staleness=o.max_staleness, retry_after_s=a.retry_after_s,
                            eval_every=config.evaluation.every)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
-                                 rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed)
+                                 rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
+                                 submodels=submodels)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
                       max_staleness=o.max_staleness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
-                            config=sync, seed=config.seed, rule=_rule(config), cohort=cohort)
+                            config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
+                            submodels=submodels)
 
 
 @contextmanager
@@ -231,7 +271,7 @@ def built(config: ExperimentConfig) -> Iterator[Experiment]:
 
 def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:
     """The final model's accuracy on each tier's own local test data."""
-    model = exp.workload.module(exp.workload.recipe.model.width)
+    model = exp.workload.module(1.0)  # widths are relative to the master
     tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
     return local_accuracy_by_tier(tiers, exp.data.test, lambda x, y: evaluate(model, params, x, y))
 
@@ -244,6 +284,7 @@ class RunResult:
     summary: dict[str, Any]
     run_dir: Path | None
     params: Params
+    spec: ModelSpec | None = None
 
 
 def run(config: ExperimentConfig, run_dir: Path | None = None,
@@ -266,10 +307,13 @@ def run(config: ExperimentConfig, run_dir: Path | None = None,
                 out.log_round(outcome.report, outcome.results)
             if on_round:
                 on_round(outcome)
+        spec, stats = exp.spec, exp.submodels.stats if exp.submodels else None
         summary = summarise(reports, config.evaluation.target_accuracy)
         local = _local_accuracy(exp, params)
     summary |= {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local)}
     if out:
         out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                    plots=config.output.plots)
-    return RunResult(tuple(reports), summary, run_dir, params)
+        if spec is not None:
+            save_model(out.path, spec, params, stats)
+    return RunResult(tuple(reports), summary, run_dir, params, spec)

@@ -21,6 +21,14 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "dynamic": {"batching.mode": "dynamic"},
     "dynamic-ready": {"batching.mode": "dynamic", "batching.selection": "readiness"},
     "dynamic-batchweight": {"batching.mode": "dynamic", "orchestration.weighting": "batch"},
+    # dynamic width (seed 003): every device full width / the width all fit / its own width /
+    # its own width with random units (federated dropout) / random levels / elastic global width
+    "width-full": {"width.mode": "fixed", "width.fixed": 1.0, "width.indices": "prefix"},
+    "width-common": {"width.mode": "common", "width.indices": "prefix"},
+    "width-capability": {"width.mode": "capability", "width.indices": "prefix"},
+    "width-dropout": {"width.mode": "capability", "width.indices": "random"},
+    "width-random": {"width.mode": "random", "width.indices": "prefix"},
+    "width-elastic": {"width.mode": "capability", "width.indices": "prefix", "width.elastic": True},
 }
 
 

@@ -148,7 +148,7 @@ class TrainPlan:
         local_epochs: passes over the device's data.
         max_steps: cap on optimiser steps (``None``: no cap).
         lr: learning rate of the local optimiser.
-        width: width multiplier of the sub-model (1.0 = full model).
+        width: width of the sub-model relative to the master (1.0 = the master itself).
         deadline_s: virtual seconds after dispatch the server waits; ``None``: no deadline.
         epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` when the device re-plans
             every local epoch (dynamic batching); empty: every epoch uses ``micro_batch`` and
@@ -188,7 +188,8 @@ class Update:
     Attributes:
         device_id: the device.
         round: the round whose model the device started from.
-        params: the device's parameters after local training (master coordinates).
+        params: the device's parameters after local training (its sub-model's tensors: the
+            master's shapes at width 1; the server scatters them back into master coordinates).
         num_examples: size of the device's local training set.
         samples_processed: samples passed through forward/backward (epochs × data, capped by steps).
         steps: optimiser steps taken.

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import torch
+
 from fedfit.aggregation.average import Contribution, masked_weighted_average
 from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_params, normalising_length
 from fedfit.aggregation.server import server_scale, server_step
@@ -29,10 +31,24 @@ from fedfit.types import Params, Update
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """An update as the server folds it in: the update and its staleness in model versions."""
+    """An update as the server folds it in.
+
+    Attributes:
+        update: the device's update.
+        staleness: model versions elapsed since the version it started from.
+        params: the update in master coordinates (``None``: ``update.params`` already is).
+        masks: master coordinates it holds (``None``: all of them).
+    """
 
     update: Update
     staleness: int = 0
+    params: Params | None = None
+    masks: dict[str, torch.Tensor] | None = None
+
+    @property
+    def master_params(self) -> Params:
+        """The update's values in master coordinates."""
+        return self.params if self.params is not None else self.update.params
 
 
 @dataclass(frozen=True)
@@ -67,7 +83,8 @@ def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule
     discounts = [rule.staleness(a.staleness) for a in arrivals]
     lengths = [normalising_length(a.update.steps, rule.fednova) if rule.fednova else 1.0 for a in arrivals]
     contributions = [
-        Contribution(normalised_params(master, a.update.params, n) if rule.fednova else a.update.params, w * s)
+        Contribution(normalised_params(master, a.master_params, n) if rule.fednova else a.master_params, w * s,
+                     a.masks)
         for a, w, s, n in zip(arrivals, weights, discounts, lengths, strict=True)
     ]
     if sum(c.weight for c in contributions) <= 0:

@@ -22,10 +22,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from fedfit.aggregation import AggregationRule, Arrival, aggregate, validate_params
+from fedfit.aggregation import AggregationRule, Arrival, aggregate
 from fedfit.errors import UpdateRejected
 from fedfit.orchestration.cohort import Cohort, feedback_of
 from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.sync import Evaluator, RoundOutcome
 from fedfit.orchestration.tally import RoundTally
 from fedfit.types import Failure, FailureCause, Params, TaskResult
@@ -83,9 +84,10 @@ class AsyncOrchestrator:
     """Runs buffered asynchronous aggregation; iterate :meth:`run`."""
 
     def __init__(self, *, fleet: Fleet, cohort: Cohort, rule: AggregationRule, evaluator: Evaluator,
-                 config: AsyncConfig, seed: int) -> None:
+                 config: AsyncConfig, seed: int, submodels: Exchange | None = None) -> None:
         self.fleet, self.cohort, self.rule = fleet, cohort, rule
         self.evaluator, self.config, self.seed = evaluator, config, seed
+        self.submodels: Exchange = submodels or FullModelExchange()
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.aggregations`` versions from ``params`` (the sync loop's interface)."""
@@ -126,7 +128,7 @@ class AsyncOrchestrator:
         plans = self.cohort.invite(self.fleet, idle, want, now_s=state.now_s, round_=state.version,
                                    seed=self.seed, draw=state.draws, feedback=state.feedback)
         for plan in plans:
-            self.fleet.dispatch(plan, state.params, state.now_s)
+            self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), state.now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
         started = state.started | {p.device_id: state.version for p in plans}
         return dataclasses.replace(state, draws=state.draws + 1, started=started)
@@ -145,11 +147,12 @@ class AsyncOrchestrator:
             return state
         tally.count_success(result)
         try:
-            validate_params(state.params, result.outcome.params)
+            full, masks = self.submodels.incoming(result.outcome, state.params, self.rule.weighting(result.outcome))
         except UpdateRejected:
             tally.count_rejected(result.tier)
             return state
-        return dataclasses.replace(state, buffer=(*state.buffer, Arrival(result.outcome, staleness)),
+        arrival = Arrival(result.outcome, staleness, full, masks)
+        return dataclasses.replace(state, buffer=(*state.buffer, arrival),
                                    feedback={**state.feedback, device: feedback_of(result.outcome)})
 
     def _apply(self, state: AsyncState) -> AsyncState:

@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate, validate_params
+from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
 from fedfit.errors import UpdateRejected
 from fedfit.orchestration.cohort import Cohort, feedback_of
 from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
 from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
@@ -70,14 +71,19 @@ class RoundOutcome:
 
 
 class SyncOrchestrator:
-    """Runs synchronous rounds; iterate :meth:`rounds` to drive it."""
+    """Runs synchronous rounds; iterate :meth:`rounds` to drive it.
+
+    With ``submodels``, each device is sent only its plan's sub-model and its update is folded
+    back at the coordinates it held (width-aware aggregation); without, the whole model.
+    """
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
                  config: SyncConfig, seed: int, cohort: Cohort | None = None,
-                 rule: AggregationRule | None = None) -> None:
+                 rule: AggregationRule | None = None, submodels: Exchange | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
+        self.submodels: Exchange = submodels or FullModelExchange()
         self._feedback: dict[int, tuple[float, int]] = {}
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
@@ -101,7 +107,7 @@ class SyncOrchestrator:
         invite = math.ceil(k * (1 + self.config.over_selection))
         idle = [d for d in self.fleet.device_ids() if not self.fleet.busy(d)]
         for plan in self._plans(idle, invite, r, now_s):
-            self.fleet.dispatch(plan, params, now_s)
+            self.fleet.dispatch(plan, self.submodels.outgoing(plan, params), now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
         return self._collect(r, now_s, k, tally)
 
@@ -148,11 +154,11 @@ class SyncOrchestrator:
                 tally.count_failure(res.tier, FailureCause.STALE)
                 continue
             try:
-                validate_params(params, res.outcome.params)
+                full, masks = self.submodels.incoming(res.outcome, params, self.rule.weighting(res.outcome))
             except UpdateRejected:
                 tally.count_rejected(res.tier)
                 continue
-            arrivals.append(Arrival(res.outcome, staleness))
+            arrivals.append(Arrival(res.outcome, staleness, full, masks))
             self._feedback[res.plan.device_id] = feedback_of(res.outcome)
         return aggregate(params, arrivals, self.rule)
 

@@ -1,0 +1,118 @@
+"""Sub-model exchange: what each device downloads, and how its update returns to the master.
+
+For each dispatched plan the exchange picks the plan's coordinate map (its width and the index
+choice), sends only the sub-model's tensors, and on the way back validates the update against
+the sub-model's shapes, scatters it into master coordinates and hands the aggregator a
+:class:`~fedfit.aggregation.Contribution` whose masks mark the coordinates it held. The
+masked weighted average then *is* HeteroFL's width-aware aggregation (Diao et al. 2021): each
+master coordinate is averaged over the devices that held it, coordinates nobody trained keep
+their value. The master model itself is never trained. Channel statistics of every accepted
+update are accumulated here (for ``importance`` indices and ``fedfit prune``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Protocol
+
+import torch
+
+from fedfit.aggregation import Contribution, validate_params
+from fedfit.models import ModelSpec
+from fedfit.models.channel_stats import ChannelStats, accumulate
+from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
+from fedfit.models.indices import choose_map, width_counts
+from fedfit.types import Params, TrainPlan, Update
+
+#: Per-parameter boolean masks of the master coordinates an update holds.
+Masks = dict[str, torch.Tensor]
+
+
+class SubModelExchange:
+    """Slices plans' sub-models out of the master and folds their updates back in.
+
+    Args:
+        groups: the master's width groups.
+        counts: units per group of the sub-model at a width (relative to the master); raises
+            :class:`~fedfit.errors.PlanError` for a width the model cannot take.
+        indices: ``prefix``, ``random`` or ``importance``.
+        seed: fixes ``random`` draws (with device and round).
+    """
+
+    def __init__(self, groups: tuple[WidthGroup, ...], counts: Callable[[float], dict[str, int]],
+                 indices: str = "prefix", seed: int = 0) -> None:
+        self.groups, self.indices, self.seed = groups, indices, seed
+        self.stats = ChannelStats.empty(self.groups)
+        self._count, self._counts = counts, dict[float, dict[str, int]]()
+        self._pending: dict[tuple[int, int], CoordinateMap] = {}
+
+    @classmethod
+    def for_spec(cls, spec: ModelSpec, indices: str = "prefix", seed: int = 0) -> SubModelExchange:
+        """The exchange of a zoo model."""
+        return cls(width_groups(spec.build()), functools.partial(width_counts, spec), indices, seed)
+
+    def counts(self, width: float) -> dict[str, int]:
+        """Units per width group of the sub-model at ``width`` (cached)."""
+        if width not in self._counts:
+            self._counts[width] = self._count(width)
+        return self._counts[width]
+
+    def map_for(self, plan: TrainPlan) -> CoordinateMap:
+        """The coordinate map of ``plan``'s sub-model."""
+        return choose_map(self.groups, self.counts(plan.width), self.indices, seed=self.seed,
+                          device_id=plan.device_id, round_=plan.round, scores=self.stats.scores)
+
+    def outgoing(self, plan: TrainPlan, master: Params) -> Params:
+        """The sub-model parameters to send with ``plan`` (remembered until its update returns)."""
+        cmap = self.map_for(plan)
+        for key in [k for k in self._pending if k[0] == plan.device_id]:  # one task per device in flight
+            del self._pending[key]
+        self._pending[(plan.device_id, plan.round)] = cmap
+        return cmap.extract(master)
+
+    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+        """``update`` in master coordinates, with the masks of the coordinates it held.
+
+        Args:
+            update: parameters in the shape of the sub-model that was sent.
+            master: the current master (fills the coordinates the update did not hold).
+            weight: the update's aggregation weight (for the channel statistics).
+
+        Raises:
+            UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
+        """
+        cmap = self._pending.pop((update.device_id, update.round), None)
+        if cmap is None:
+            cmap = CoordinateMap(self.groups, {})
+        validate_params(cmap.extract(master), update.params)
+        full = cmap.scatter(update.params, master)
+        if weight > 0:
+            self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
+        return full, cmap.masks(master) or None
+
+    def contribution(self, update: Update, master: Params, weight: float) -> Contribution:
+        """``update`` as a masked :class:`~fedfit.aggregation.Contribution` in master coordinates."""
+        full, masks = self.incoming(update, master, weight)
+        return Contribution(full, weight, masks)
+
+
+class FullModelExchange:
+    """No sub-models: every device gets the whole master and returns it whole."""
+
+    def outgoing(self, plan: TrainPlan, master: Params) -> Params:
+        """The master itself."""
+        return master
+
+    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+        """The validated update, holding every coordinate."""
+        validate_params(master, update.params)
+        return update.params, None
+
+
+class Exchange(Protocol):
+    """What a device downloads for a plan, and how its update returns to master coordinates."""
+
+    def outgoing(self, plan: TrainPlan, master: Params) -> Params: ...
+
+    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]: ...
