@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from fedfit.cost.stages import StageCost, measure_stages
 from fedfit.models.zoo import ModelSpec
 
 BYTES_PER_FLOAT = 4
@@ -31,6 +32,7 @@ class ModelCost:
         forward_flops_per_sample: forward FLOPs for one sample.
         activation_bytes_per_sample: bytes autograd saves for backward, per sample.
         activation_fixed_bytes: the batch-independent part of the saved bytes.
+        stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured.
     """
 
     num_params: int
@@ -39,6 +41,7 @@ class ModelCost:
     forward_flops_per_sample: float
     activation_bytes_per_sample: float
     activation_fixed_bytes: float
+    stages: tuple[StageCost, ...] = ()
 
 
 def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -94,4 +97,5 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         forward_flops_per_sample=forward,
         activation_bytes_per_sample=per_sample,
         activation_fixed_bytes=max(0.0, small - per_sample),
+        stages=measure_stages(model, spec.input_shape),
     )

@@ -125,7 +125,7 @@ class SyncOrchestrator:
             except UpdateRejected:
                 tally.count_rejected(res.tier)
                 continue
-            contributions.append(Contribution(res.outcome.params, self.weighting(res.outcome)))
+            contributions.append(Contribution(res.outcome.params, self.weighting(res.outcome), res.outcome.masks))
         return masked_weighted_average(params, contributions) if contributions else params
 
     def _maybe_evaluate(self, r: int, first: int, params: Params) -> tuple[float | None, float | None]:

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from fedfit.devices import with_consumption
 from fedfit.cost import MemoryModel, ModelCost, task_cost
+from fedfit.cost.techniques import plan_payload_bytes
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Executor, Handle
 from fedfit.simulation.workload import TrainTask
@@ -94,10 +95,11 @@ class SimulatedFleet:
     def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
         device = plan.device_id
         profile, state = self._profiles[device], self.snapshot(device, now_s)
-        size = payload_bytes(params)
-        cost = task_cost(plan=plan, profile=profile, state=state, cost=self._costs(plan.width),
+        model_cost = self._costs(plan.width)
+        down, up = plan_payload_bytes(model_cost, plan, payload_bytes(params))
+        cost = task_cost(plan=plan, profile=profile, state=state, cost=model_cost,
                          memory=self._memory, num_examples=self._examples[device],
-                         bytes_down=size, bytes_up=size)
+                         bytes_down=down, bytes_up=up)
         finish_s, failure, spent_j = self._outcome(plan, profile, state, cost, now_s)
         self._consumed_j[device] += spent_j
         if failure is not None:  # report what was actually spent and sent
