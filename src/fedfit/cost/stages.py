@@ -8,6 +8,7 @@ split learning sends the cut stage's output. Measured like :mod:`fedfit.cost.pro
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +34,8 @@ class StageCost:
             storage charged to the first stage that saves it (the last stage includes the loss).
         input_bytes: bytes of the stage's input, per sample.
         output_bytes: bytes of the stage's output, per sample.
+        isolated_bytes: bytes the stage saves when run alone (its input included if it saves it).
+        saves_input: whether the stage saves its own input for backward.
     """
 
     name: str
@@ -43,6 +46,13 @@ class StageCost:
     activation_bytes: float
     input_bytes: float
     output_bytes: float
+    isolated_bytes: float = 0.0
+    saves_input: bool = False
+
+    @property
+    def internal_bytes(self) -> float:
+        """Saved bytes per sample other than the stage's input (what a recomputation adds)."""
+        return self.isolated_bytes - (self.input_bytes if self.saves_input else 0.0)
 
     @property
     def param_bytes(self) -> int:
@@ -72,6 +82,26 @@ def _saved_by_stage(model: nn.Module, stages: tuple[Stage, ...], x: torch.Tensor
     return [sum(b for s, b in owner.values() if s == i) for i in range(len(stages))]
 
 
+def _isolated(model: nn.Module, stage: Stage, x: torch.Tensor, grad_input: bool, last: bool) -> tuple[int, bool]:
+    """(saved bytes, whether the input is among them) of ``stage`` run alone on ``x`` (with the
+    loss when it is the ``last`` stage)."""
+    x = x.detach().clone().requires_grad_(grad_input)
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.untyped_storage().data_ptr() not in param_ptrs:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = stage.forward(model, x)
+        if last:
+            out = nn.functional.cross_entropy(out, torch.zeros(len(x), dtype=torch.long), reduction="sum")
+    del out
+    return sum(seen.values()), x.untyped_storage().data_ptr() in seen
+
+
 def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, float]:
     with FlopCounterMode(display=False) as fwd:
         out = stage.forward(model, x)
@@ -88,6 +118,7 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
     xs = {b: torch.randn((b, *input_shape), generator=gen) for b in (1, 9)}
     x2 = torch.randn((2, *input_shape), generator=gen)
     small, large = (_saved_by_stage(model, stages, xs[b]) for b in (1, 9))
+    xs1 = dict(xs)
     out: list[StageCost] = []
     for i, stage in enumerate(stages):
         params = [p for n, p in model.named_parameters() if stage.owns(n)]
@@ -100,5 +131,8 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             activation_bytes=(large[i] - small[i]) / 8,
             input_bytes=float(x2[0].numel() * x2.element_size()),
             output_bytes=float(y2[0].numel() * y2.element_size())))
+        (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
+        out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves)
+        xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)

@@ -1,16 +1,18 @@
 """Memory, FLOPs and payload of a plan's memory-saving techniques (pure arithmetic).
 
 All terms come from the measured per-stage costs (:class:`~fedfit.cost.stages.StageCost`);
-``P_i`` parameter bytes, ``A_i`` saved activation bytes per sample, ``I_i`` / ``O_i`` input /
+``P_i`` parameter bytes, ``A_i`` saved activation bytes per sample (each storage charged once), ``I_i`` / ``O_i`` input /
 output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample of stage i,
 ``B`` the micro-batch, ``g`` gradient copies and ``s`` optimiser slots per trainable parameter:
 
 - plain: ``P + P(g+s) + B ΣA`` (+ fixed activations + workspace, as :class:`MemoryModel`).
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
-  no activations before f: ``P + P_T(g+s) + B(I_f + Σ_{i≥f} A_i)``; no backward before f.
+  no activations before f: ``P + P_T(g+s) + B(S_f + Σ_{i>f} A_i)`` (``S_f``: what stage f saves
+  run alone); no backward before f.
 - checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): stages
-  ≥ f except the last keep only their inputs and are recomputed one at a time in backward:
-  activations ``B(Σ_{f≤i<n-1} I_i + A_{n-1} + max_{f≤i<n-1} A_i)``; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
+  ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
+  activations peak at ``B · max(ΣI + S_{n-1}, max_i(Σ_{j≤i} I_j + S_i - own input))`` over the
+  backward phases; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
 - QAT: a fake-quantised copy of every weight lives through backward (``+P``); ~6 FLOPs per
   weight per step and per activation element per sample.
 - partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
@@ -59,12 +61,13 @@ def _activations_per_sample(t: Techniques, stages: tuple[StageCost, ...]) -> flo
     f, n = _first(t, stages), len(stages)
     if f >= n:
         return 0.0
-    head = stages[f].input_bytes if f > 0 else 0.0
     if not t.checkpointing or f >= n - 1:
-        return head + sum(s.activation_bytes for s in stages[f:])
-    middle = stages[f:n - 1]
-    return (sum(s.input_bytes for s in middle) + stages[-1].activation_bytes
-            + max(s.activation_bytes for s in middle))
+        head = stages[f].isolated_bytes if f > 0 else stages[0].activation_bytes
+        return head + sum(s.activation_bytes for s in stages[f + 1:])
+    kept = [s.input_bytes for s in stages[f:n - 1]]
+    last = sum(kept) + stages[-1].isolated_bytes  # backward of the (not checkpointed) last stage
+    recompute = [sum(kept[: j + 1]) + stages[f + j].internal_bytes for j in range(len(kept))]
+    return max(last, *recompute)
 
 
 def _state(memory: MemoryModel) -> int:
@@ -102,8 +105,7 @@ def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> 
     head = _aux_head_params(st, k) * BYTES_PER_FLOAT
     resident = sum(s.param_bytes for s in st[: k + 1]) + head
     trained = st[k].param_bytes + head
-    per_sample = st[k].activation_bytes + (st[k].input_bytes if k > 0 else 0.0)
-    per_sample += st[k].output_bytes if head else 0.0
+    per_sample = st[k].isolated_bytes + (st[k].output_bytes if head else 0.0)
     return resident + trained * _state(memory) + per_sample * plan.micro_batch
 
 
