@@ -24,7 +24,9 @@ from fedfit.devices import DeviceTrace, generate_trace, load_csv_trace, profile_
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
-from fedfit.policy import FixedPlanner
+from fedfit.models.stages import stages_of
+from fedfit.policy import FixedPlanner, Planner
+from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.report import RunDirectory, summarise
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
@@ -66,6 +68,22 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> lis
     return traces
 
 
+def memory_planner(config: ExperimentConfig, base: Planner, costs: Callable[[float], ModelCost],
+                   memory: MemoryModel, spec: ModelSpec) -> MemoryPlanner:
+    """The technique-fitting planner of the ``memory:`` section around ``base``."""
+    m = config.memory
+    settings = MemorySettings(
+        mode=m.mode, techniques=tuple(m.techniques), candidates=tuple(m.candidates),
+        selective_mode=m.selective.mode, selective_k=m.selective.k, keep_fraction=m.partial.keep_fraction,
+        sparsities=tuple(m.pruning.sparsities), sparsity_by_tier=dict(m.pruning.by_tier), qat_bits=m.qat.bits,
+        rounds_per_stage=m.progressive.rounds_per_stage, split_cut=m.split.cut,
+        edge_flops_per_s=m.split.edge_flops_per_s, seed=config.seed)
+    num_stages = len(stages_of(spec.build()))
+    if m.split.cut is not None and not 1 <= m.split.cut < num_stages:
+        raise ConfigError(f"memory.split.cut: must be in 1..{num_stages - 1} for model {spec.name}")
+    return MemoryPlanner(base, settings=settings, costs=costs, memory=memory, num_stages=num_stages)
+
+
 @dataclass
 class Experiment:
     """Live objects of one experiment."""
@@ -105,7 +123,8 @@ def build(config: ExperimentConfig) -> Experiment:
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     data = build_federated_data(**dict(recipe_data))
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, OptimizerConfig(t.momentum, t.weight_decay))
+    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer)
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer)
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
@@ -113,11 +132,12 @@ def build(config: ExperimentConfig) -> Experiment:
     executor = _executor(config, recipe, workload)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=[len(d) for d in data.train], costs=costs,
-                           memory=MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0),
-                           executor=executor)
+                           memory=MemoryModel(optimizer_slots=optimizer.slots), executor=executor)
     o = config.orchestration
-    planner = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
-                           max_steps=t.max_steps, deadline_s=o.deadline_s)
+    planner: Planner = FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                                    max_steps=t.max_steps, deadline_s=o.deadline_s)
+    if config.memory.mode != "off":
+        planner = memory_planner(config, planner, costs, MemoryModel(optimizer_slots=optimizer.slots), spec)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every)

@@ -18,6 +18,15 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "fixed8": {"training.batch_size": 8},
     "fixed4": {"training.batch_size": 4},
     "overselect": {"orchestration.over_selection": 0.3},
+    # memory-constrained training (``memory:`` section): every device, or only those that need it
+    "checkpointing": {"memory.mode": "all", "memory.techniques": ["checkpointing"]},
+    "head-only": {"memory.mode": "all", "memory.techniques": ["selective"], "memory.selective.mode": "head"},
+    "partial": {"memory.mode": "all", "memory.techniques": ["partial"]},
+    "pruning": {"memory.mode": "all", "memory.techniques": ["pruning"]},
+    "qat": {"memory.mode": "all", "memory.techniques": ["qat"]},
+    "progressive": {"memory.mode": "all", "memory.techniques": ["progressive"]},
+    "split": {"memory.mode": "all", "memory.techniques": ["split"]},
+    "memory-auto": {"memory.mode": "auto"},
 }
 
 
