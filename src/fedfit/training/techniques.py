@@ -10,8 +10,6 @@ each redefine what the device holds, so each runs alone::
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
@@ -93,8 +91,8 @@ def build_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig,
                   y: torch.Tensor) -> Program:
     """The training program of ``plan`` on ``model`` (already loaded with the start parameters).
 
-    Plain plans train ``model`` itself; technique plans train a copy, so the caller's module
-    keeps no hooks, frozen flags or parametrisations.
+    Technique programs leave no trace on ``model`` once finished: hooks and parametrisations
+    are removed and every parameter is trainable again.
 
     Raises:
         PlanError: the plan's techniques cannot be combined or do not fit the model.
@@ -104,7 +102,22 @@ def build_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig,
         opt = make_optimizer(model.parameters(), plan.lr, optimizer)
         return Program(loss_step(model), (opt,), lambda: (state_of(model), None))
     check_techniques(t, len(stages_of(model)))
-    model = copy.deepcopy(model)
+    program = _technique_program(model, plan, optimizer, x, y)
+    inner = program.finish
+
+    def finish() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor] | None]:
+        out = inner()
+        for p in model.parameters():
+            p.requires_grad_(True)
+        return out
+
+    program.finish = finish
+    return program
+
+
+def _technique_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig, x: torch.Tensor,
+                       y: torch.Tensor) -> Program:
+    t = plan.techniques
     if t.keep_fraction is not None:
         gen = mask_generator(t.mask_seed, plan.device_id, plan.round)
         masks = random_masks(dict(model.named_parameters()), t.keep_fraction, gen)
