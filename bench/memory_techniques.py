@@ -9,7 +9,7 @@ For each technique on the CNN and the MLP (Adam, so optimiser state counts):
 - FLOPs ×: the time model's device FLOPs per task relative to plain; wall ×: the subprocess's
   measured wall time per step relative to plain (one thread);
 - up KiB: bytes the device uploads per task (model payload, plus activations under split);
-- accuracy after ``--rounds`` federated rounds on Fashion-MNIST (flagship phones only, so every
+- accuracy after ``--rounds`` federated rounds on Fashion-MNIST (tablets only, so every
   task fits and only the technique differs), and the int8 export's accuracy for QAT.
 
     PYTHONPATH=src .venv/bin/python bench/memory_techniques.py [--rounds 5] [--batch 128]
@@ -134,7 +134,7 @@ def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
         "name": f"bench-{model_name}-{name}", "seed": 0,
         "data": {"dataset": "fashion_mnist", "partition": {"kind": "iid"}, "max_train_samples": 3000,
                  "max_test_samples": 1000},
-        "model": {"name": model_name}, "fleet": {"tiers": {"flagship_phone": 10}},
+        "model": {"name": model_name}, "fleet": {"tiers": {"tablet": 10}},
         "training": {"batch_size": 32, "lr": 1e-3, "optimizer": "adam"},
         "orchestration": {"rounds": rounds, "clients_per_round": 5}, "memory": memory,
         "output": {"plots": False, "progress": False},
@@ -165,7 +165,7 @@ def federated(model_name: str, name: str, rounds: int) -> dict:
 
 
 def table(models: list[str], rounds: int, batch: int) -> None:
-    print(f"Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 flagship phones, "
+    print(f"Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
           "Fashion-MNIST 3000 train / 1000 test, IID, batch 32, lr 1e-3")
     head = (f"{'model':5} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
             f"{'up KiB':>8} {'acc':>6} {'virt s':>7} {'up MiB/run':>10}")

@@ -1,5 +1,7 @@
 """The technique memory, FLOP and payload formulas against hand computations."""
 
+import dataclasses
+
 import pytest
 
 from fedfit.cost import MemoryModel, measure
@@ -80,3 +82,9 @@ def test_measured_stages_add_up_to_the_whole_model(name: str) -> None:
     plain = plan_peak_bytes(MemoryModel(), cost, TrainPlan(0, 0, 64))
     ckpt = plan_peak_bytes(MemoryModel(), cost, TrainPlan(0, 0, 64, techniques=Techniques(checkpointing=True)))
     assert ckpt <= plain
+
+
+def test_frozen_stages_cost_their_forward_transient() -> None:
+    stages = (dataclasses.replace(STAGES[0], transient_bytes=5000.0), *STAGES[1:])
+    cost = dataclasses.replace(COST, stages=stages)
+    assert plan_peak_bytes(MEM, cost, _plan(train_stages=(2,))) == 1240 + 40 * 2 + 5000 * 10

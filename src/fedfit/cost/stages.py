@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from fedfit.models.stages import Stage, stages_of
@@ -36,6 +38,8 @@ class StageCost:
         output_bytes: bytes of the stage's output, per sample.
         isolated_bytes: bytes the stage saves when run alone (its input included if it saves it).
         saves_input: whether the stage saves its own input for backward.
+        transient_bytes: live bytes per sample while the stage runs forward without autograd
+            (its input plus its largest operator's input and output): all a frozen stage costs.
     """
 
     name: str
@@ -48,6 +52,7 @@ class StageCost:
     output_bytes: float
     isolated_bytes: float = 0.0
     saves_input: bool = False
+    transient_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
@@ -102,6 +107,30 @@ def _isolated(model: nn.Module, stage: Stage, x: torch.Tensor, grad_input: bool,
     return sum(seen.values()), x.untyped_storage().data_ptr() in seen
 
 
+class _OutputBytes(TorchDispatchMode):
+    """Records the bytes of every operator output that is not a view of a parameter."""
+
+    def __init__(self, param_ptrs: set[int]) -> None:
+        super().__init__()
+        self.sizes: list[int] = [0]
+        self.param_ptrs = param_ptrs
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.param_ptrs:
+                self.sizes.append(t.numel() * t.element_size())
+        return out
+
+
+@torch.no_grad()
+def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
+    """Per-sample live bytes of a gradient-free forward: input + 2 × the largest operator output."""
+    with _OutputBytes({p.untyped_storage().data_ptr() for p in model.parameters()}) as rec:
+        stage.forward(model, x)
+    return (x.numel() * x.element_size() + 2 * max(rec.sizes)) / len(x)
+
+
 def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, float]:
     with FlopCounterMode(display=False) as fwd:
         out = stage.forward(model, x)
@@ -132,7 +161,8 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             input_bytes=float(x2[0].numel() * x2.element_size()),
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
-        out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves)
+        out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
+                                      transient_bytes=_transient(model, stage, xs1[9]))
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)

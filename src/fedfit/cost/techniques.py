@@ -7,8 +7,9 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
 
 - plain: ``P + P(g+s) + B ΣA`` (+ fixed activations + workspace, as :class:`MemoryModel`).
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
-  no activations before f: ``P + P_T(g+s) + B(S_f + Σ_{i>f} A_i)`` (``S_f``: what stage f saves
-  run alone); no backward before f.
+  no activations before f: ``P + P_T(g+s) + B·max(T_<f, S_f + Σ_{i>f} A_i)`` (``S_f``: what
+  stage f saves run alone; ``T_<f``: the largest gradient-free forward transient of a frozen
+  stage, its input plus its largest operator's input and output); no backward before f.
 - checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): stages
   ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
   activations peak at ``B · max(ΣI + S_{n-1}, max_i(Σ_{j≤i} I_j + S_i - own input))`` over the
@@ -20,7 +21,8 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   tensor at a time (the largest).
 - pruning (sparsity σ): the device stores the ``(1-σ)N`` surviving weights and a bitmap,
   materialising one dense layer at a time; trains the survivors like partial training.
-- progressive (stage k): stages ≤ k resident, stage k and an auxiliary head ``H_k`` trained.
+- progressive (stage k): stages ≤ k resident, stage k and an auxiliary head ``H_k`` trained;
+  frozen earlier stages cost their forward transients.
 - split (cut c): the device holds stages < c; the edge server computes the rest; activations
   and their gradients (``O_{c-1}`` per sample each way) cross the link.
 """
@@ -57,8 +59,18 @@ def _aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
     return 0 if k == len(stages) - 1 else int(stages[k].output_bytes // BYTES_PER_FLOAT) * classes + classes
 
 
+def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
+    """Per-sample peak of running frozen ``stages`` forward (nothing saved, transients only)."""
+    return max((s.transient_bytes for s in stages), default=0.0)
+
+
 def _activations_per_sample(t: Techniques, stages: tuple[StageCost, ...]) -> float:
-    f, n = _first(t, stages), len(stages)
+    f = _first(t, stages)
+    return max(_frozen_forward(stages[:f]), _trained_activations(t, stages, f))
+
+
+def _trained_activations(t: Techniques, stages: tuple[StageCost, ...], f: int) -> float:
+    n = len(stages)
     if f >= n:
         return 0.0
     if not t.checkpointing or f >= n - 1:
@@ -105,7 +117,7 @@ def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> 
     head = _aux_head_params(st, k) * BYTES_PER_FLOAT
     resident = sum(s.param_bytes for s in st[: k + 1]) + head
     trained = st[k].param_bytes + head
-    per_sample = st[k].isolated_bytes + (st[k].output_bytes if head else 0.0)
+    per_sample = max(_frozen_forward(st[:k]), st[k].isolated_bytes + (st[k].output_bytes if head else 0.0))
     return resident + trained * _state(memory) + per_sample * plan.micro_batch
 
 

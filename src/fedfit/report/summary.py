@@ -25,6 +25,7 @@ def event_record(result: TaskResult) -> dict[str, Any]:
         "micro_batch": result.plan.micro_batch, "accumulation": result.plan.accumulation_steps,
         "width": result.plan.width, "free_memory_bytes": result.free_memory_bytes,
         "peak_memory_bytes": result.cost.peak_memory_bytes, "energy_j": result.cost.energy_j,
+        "techniques": list(result.plan.techniques.active), "edge_compute_s": result.cost.edge_compute_s,
     }
 
 
