@@ -4,12 +4,13 @@ import dataclasses
 
 import pytest
 
-from fedfit.cost import MemoryModel, measure
+from fedfit.cost import MemoryModel, measure, task_cost
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.stages import StageCost
 from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
 from fedfit.models import ModelSpec
 from fedfit.types import Techniques, TrainPlan
+from tests.helpers import profile, state
 
 # Three stages: params 100/200/10 floats, saved bytes/sample 1000/400/40 (each storage once),
 # in/out bytes, FLOPs, and saved bytes when run alone (each saves its input).
@@ -88,3 +89,13 @@ def test_frozen_stages_cost_their_forward_transient() -> None:
     stages = (dataclasses.replace(STAGES[0], transient_bytes=5000.0), *STAGES[1:])
     cost = dataclasses.replace(COST, stages=stages)
     assert plan_peak_bytes(MEM, cost, _plan(train_stages=(2,))) == 1240 + 40 * 2 + 5000 * 10
+
+
+def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
+    plan = TrainPlan(0, 0, micro_batch=10, techniques=Techniques(split_cut=1, edge_flops_per_s=1e3))
+    cost = task_cost(plan=plan, profile=profile(), state=state(bandwidth_bps=8e3), cost=COST, memory=MEM,
+                     num_examples=20, bytes_down=400, bytes_up=400)
+    assert cost.edge_compute_s == pytest.approx(156.0 * 20 / 1e3)
+    assert cost.bytes_up == cost.bytes_down == 400 + 500 * 20
+    assert cost.upload_s == pytest.approx(0.05 + (400 + 10000) * 8 / 8e3)
+    assert cost.duration_s == pytest.approx(cost.download_s + cost.compute_s + cost.upload_s + cost.edge_compute_s)

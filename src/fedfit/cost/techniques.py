@@ -104,7 +104,7 @@ def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float
     largest = max(s.largest_param for s in st) * BYTES_PER_FLOAT
     if t.keep_fraction is not None:
         kept = t.keep_fraction
-        resident = cost.param_bytes + cost.num_params  # dense weights + 1-byte mask
+        resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
     else:
         kept = 1.0 - (t.sparsity or 0.0)
         resident = cost.param_bytes * kept + cost.num_params / 8 + largest  # values + bitmap + a dense layer

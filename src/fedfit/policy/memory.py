@@ -66,6 +66,7 @@ class MemoryPlanner:
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
         plan = self.base.plan(device_id, round_, profile, state)
         fits = self._fits(plan, state.free_memory_bytes)
+        chosen: Techniques | None
         if self.settings.mode == "all":
             chosen = self._combined(plan, profile, fits)
         elif fits(plan.techniques):
