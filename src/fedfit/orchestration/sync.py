@@ -14,7 +14,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from fedfit.aggregation import Contribution, Weighting, masked_weighted_average, validate_params
+from fedfit.aggregation import (
+    Contribution, Weighting, masked_weighted_average, validate_masks, validate_params,
+)
 from fedfit.errors import UpdateRejected
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.tally import RoundTally
@@ -122,6 +124,7 @@ class SyncOrchestrator:
                 continue
             try:
                 validate_params(params, res.outcome.params)
+                validate_masks(res.outcome.params, res.outcome.masks)
             except UpdateRejected:
                 tally.count_rejected(res.tier)
                 continue
