@@ -31,11 +31,10 @@ from fedfit import experiment
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.cost import MemoryModel, measure
 from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
-from fedfit.experiment import built, run
+from fedfit.experiment import run
 from fedfit.models import ModelSpec
 from fedfit.models.stages import stages_of
-from fedfit.training import OptimizerConfig, evaluate, train
-from fedfit.training.qat import dequantise, export_int, quantised_forward
+from fedfit.training import OptimizerConfig, train
 from fedfit.types import Techniques, TrainPlan
 
 SHAPE, CLASSES, SAMPLES = (1, 28, 28), 10, 512
@@ -141,15 +140,6 @@ def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
     })
 
 
-def int8_accuracy(config: ExperimentConfig, params: dict) -> float:
-    with built(config) as exp:
-        model = exp.workload.module(1.0)
-        model.load_state_dict(dequantise(export_int(params)))
-        test = exp.data.global_test
-        logits = quantised_forward(model, stages_of(model), test.x)
-        return float((logits.argmax(1) == test.y).float().mean())
-
-
 #: Every federated run loads the same data: load it once (the runs never modify it).
 experiment.build_federated_data = functools.lru_cache(maxsize=4)(experiment.build_federated_data)
 
@@ -159,8 +149,8 @@ def federated(model_name: str, name: str, rounds: int) -> dict:
     result = run(config)
     row = {"accuracy": result.reports[-1].accuracy, "virtual_s": result.reports[-1].virtual_time_s,
            "bytes_up": sum(r.bytes_up for r in result.reports)}
-    if name.startswith("qat"):
-        row["int8_accuracy"] = int8_accuracy(config, result.params)
+    if "int_accuracy" in result.summary:
+        row["int8_accuracy"] = result.summary["int_accuracy"]
     return row
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from fedfit.config import parse_config
 from fedfit.errors import ConfigError
@@ -42,3 +47,12 @@ def test_impossible_combination_in_config_is_one_line() -> None:
 def test_split_cut_outside_the_model_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="memory.split.cut"):
         run(small(memory={"mode": "all", "techniques": ["split"], "split": {"cut": 9}}))
+
+
+@pytest.mark.slow
+def test_qat_run_exports_an_int8_model_and_reports_its_accuracy(tmp_path: Path) -> None:
+    result = run(small(memory={"mode": "all", "techniques": ["qat"]}, orchestration={"rounds": 1}), tmp_path)
+    exported = load_file(str(tmp_path / "model_int.safetensors"))
+    assert exported["fc2.weight"].dtype == torch.int8 and exported["fc2.weight.scale"].dtype == torch.float32
+    assert 0.0 <= result.summary["int_accuracy"] <= 1.0
+    assert json.loads((tmp_path / "summary.json").read_text())["int_accuracy"] == result.summary["int_accuracy"]

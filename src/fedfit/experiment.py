@@ -32,6 +32,7 @@ from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExec
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
+from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.types import DeviceProfile, Params, RoundReport
 
 
@@ -166,6 +167,17 @@ class RunResult:
     params: Params
 
 
+def _export_quantised(exp: Experiment, params: Params, run_dir: Path | None) -> dict[str, float]:
+    """QAT runs: the integer model's test accuracy, and ``model_int.safetensors`` in the run directory."""
+    bits = exp.config.memory.qat.bits
+    test = exp.data.global_test
+    accuracy = quantised_accuracy(exp.workload.module(exp.config.model.width), params, test.x, test.y, bits)
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_int(run_dir / "model_int.safetensors", export_int(params, bits))
+    return {"int_accuracy": accuracy}
+
+
 def run(config: ExperimentConfig, run_dir: Path | None = None,
         on_round: Callable[[RoundOutcome], None] | None = None) -> RunResult:
     """Run an experiment to the end; write ``run_dir`` when given.
@@ -186,7 +198,8 @@ def run(config: ExperimentConfig, run_dir: Path | None = None,
                 out.log_round(outcome.report, outcome.results)
             if on_round:
                 on_round(outcome)
-    summary = summarise(reports, config.evaluation.target_accuracy)
+        int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
+    summary = {**summarise(reports, config.evaluation.target_accuracy), **int8}
     if out:
         out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                    plots=config.output.plots)

@@ -13,12 +13,14 @@ weights; :func:`export_int` turns them into int8 tensors and scales, and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 from torch import nn
 from torch.nn.utils import parametrize
 
-from fedfit.models.stages import Stage
+from fedfit.models.stages import Stage, stages_of
 from fedfit.types import Params
 
 
@@ -82,6 +84,23 @@ def export_int(params: Params, bits: int = 8) -> dict[str, tuple[torch.Tensor, f
 def dequantise(exported: dict[str, tuple[torch.Tensor, float]]) -> Params:
     """Float tensors equal to what integer inference computes with."""
     return {name: q.to(torch.float32) * s for name, (q, s) in exported.items()}
+
+
+def save_int(path: str | Path, exported: dict[str, tuple[torch.Tensor, float]]) -> None:
+    """Write an exported integer model as safetensors: ``NAME`` int8 values, ``NAME.scale`` float32."""
+    tensors: dict[str, torch.Tensor] = {}
+    for name, (q, scale) in exported.items():
+        tensors[name], tensors[f"{name}.scale"] = q.contiguous(), torch.tensor([scale], dtype=torch.float32)
+    save_file(tensors, str(path))
+
+
+@torch.no_grad()
+def quantised_accuracy(model: nn.Module, params: Params, x: torch.Tensor, y: torch.Tensor, bits: int = 8) -> float:
+    """Accuracy of ``params`` exported to ``bits``-bit integers, run with quantised activations."""
+    model.load_state_dict(dequantise(export_int(params, bits)))
+    model.eval()
+    logits = quantised_forward(model, stages_of(model), x, bits)
+    return float((logits.argmax(1) == y).float().mean()) if len(y) else 0.0
 
 
 @torch.no_grad()
