@@ -35,30 +35,35 @@ class Stage:
         return param_name.split(".", 1)[0] in self.layers
 
 
+def _apply(m: nn.Module, layer: str, x: torch.Tensor) -> torch.Tensor:
+    out: torch.Tensor = m.get_submodule(layer)(x)
+    return out
+
+
 def _cnn_conv1(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return torch.max_pool2d(torch.relu(m.conv1(x)), 2)
+    return torch.max_pool2d(torch.relu(_apply(m, "conv1", x)), 2)
 
 
 def _cnn_conv2(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return torch.max_pool2d(torch.relu(m.conv2(x)), 2)
+    return torch.max_pool2d(torch.relu(_apply(m, "conv2", x)), 2)
 
 
 def _cnn_fc1(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return torch.relu(m.fc1(x.flatten(1)))
+    return torch.relu(_apply(m, "fc1", x.flatten(1)))
 
 
 def _head(layer: str, flatten: bool = False) -> StageFn:
     def forward(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
-        return getattr(m, layer)(x.flatten(1) if flatten else x)
+        return _apply(m, layer, x.flatten(1) if flatten else x)
     return forward
 
 
 def _mlp_fc1(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return torch.relu(m.fc1(x.flatten(1)))
+    return torch.relu(_apply(m, "fc1", x.flatten(1)))
 
 
 def _mlp_fc2(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return torch.relu(m.fc2(x))
+    return torch.relu(_apply(m, "fc2", x))
 
 
 _STAGES: dict[type, tuple[Stage, ...]] = {

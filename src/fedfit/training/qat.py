@@ -34,7 +34,8 @@ def fake_quantise_weight(w: torch.Tensor, bits: int) -> torch.Tensor:
     qmax = 2 ** (bits - 1) - 1
     s = weight_scale(w, bits)
     q = (w.detach() / s).round().clamp(-qmax, qmax) * s
-    return w + (q - w.detach())
+    out: torch.Tensor = w + (q - w.detach())
+    return out
 
 
 def fake_quantise_activation(a: torch.Tensor, bits: int) -> torch.Tensor:
@@ -42,7 +43,8 @@ def fake_quantise_activation(a: torch.Tensor, bits: int) -> torch.Tensor:
     lo, hi = a.detach().min(), a.detach().max()
     s = ((hi - lo) / (2**bits - 1)).clamp_min(1e-12)
     q = ((a.detach() - lo) / s).round().clamp(0, 2**bits - 1) * s + lo
-    return a + (q - a.detach())
+    out: torch.Tensor = a + (q - a.detach())
+    return out
 
 
 class FakeQuantisedWeight(nn.Module):
@@ -67,7 +69,7 @@ def detach_all(model: nn.Module) -> None:
     """Remove the parametrisations, keeping the float (shadow) weights."""
     for module in list(model.modules()):
         if parametrize.is_parametrized(module):
-            for name in list(module.parametrizations.keys()):
+            for name in list(getattr(module, "parametrizations").keys()):
                 parametrize.remove_parametrizations(module, name, leave_parametrized=False)
 
 
