@@ -131,7 +131,7 @@ def _split_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
 def plan_peak_bytes(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> int:
     """Predicted peak training memory of ``plan`` (equal to ``memory.peak_bytes`` when plain)."""
     t = plan.techniques
-    if t == Techniques() or not cost.stages:
+    if not t.active or not cost.stages:
         return memory.peak_bytes(cost, plan.micro_batch)
     if t.keep_fraction is not None or t.sparsity is not None:
         body = _masked_peak(memory, cost, plan)
@@ -159,7 +159,7 @@ def _layered_flops(t: Techniques, cost: ModelCost, samples: int, steps: int) -> 
 def plan_flops(cost: ModelCost, plan: TrainPlan, samples: int, steps: int) -> tuple[float, float]:
     """(device FLOPs, edge-server FLOPs) of a task processing ``samples`` in ``steps``."""
     t, st = plan.techniques, cost.stages
-    if t == Techniques() or not st or t.keep_fraction is not None or t.sparsity is not None:
+    if not t.active or not st or t.keep_fraction is not None or t.sparsity is not None:
         return cost.train_flops_per_sample * samples, 0.0
     if t.split_cut is not None:
         per = [s.forward_flops + s.backward_flops for s in st]
@@ -175,7 +175,7 @@ def plan_flops(cost: ModelCost, plan: TrainPlan, samples: int, steps: int) -> tu
 def plan_payload_bytes(cost: ModelCost, plan: TrainPlan, full_bytes: int) -> tuple[int, int]:
     """(bytes down, bytes up) of the model payload; ``full_bytes`` is the whole model's."""
     t, st = plan.techniques, cost.stages
-    if t == Techniques() or not st:
+    if not t.active or not st:
         return full_bytes, full_bytes
     if t.keep_fraction is not None:  # the mask is re-derived from (seed, device, round)
         return full_bytes, int(t.keep_fraction * cost.num_params) * BYTES_PER_FLOAT

@@ -98,7 +98,7 @@ def build_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig,
         PlanError: the plan's techniques cannot be combined or do not fit the model.
     """
     t = plan.techniques
-    if t == Techniques():
+    if not t.active:
         opt = make_optimizer(model.parameters(), plan.lr, optimizer)
         return Program(loss_step(model), (opt,), lambda: (state_of(model), None))
     check_techniques(t, len(stages_of(model)))
