@@ -25,7 +25,7 @@ from fedfit.report.model_file import load_exported
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.types import (
     BatchRule, DeviceProfile, DeviceState, Failure, FailureCause, Link, RoundReport, TaskCost, TaskResult,
-    Thermal, TrainPlan, Update, UtilisationCurve,
+    Techniques, Thermal, TrainPlan, Update, UtilisationCurve,
 )
 
 __version__ = "0.1.0"
@@ -38,7 +38,7 @@ __all__ = [
     "Experiment", "ExperimentConfig", "Failure", "FailureCause", "FedfitError", "FederatedData",
     "FixedPlanner", "Fleet", "Link", "MemoryModel", "ModelCost", "ModelSpec", "PlanError", "Planner",
     "PsutilMonitor", "Registry", "RoundReport", "RunResult", "SimulatedFleet", "SyncConfig",
-    "SyncOrchestrator", "TaskCost", "TaskResult", "Thermal", "TraceMonitor", "TrainPlan", "Update",
+    "SyncOrchestrator", "TaskCost", "TaskResult", "Techniques", "Thermal", "TraceMonitor", "TrainPlan", "Update",
     "UpdateRejected", "UtilisationCurve", "build", "build_federated_data", "build_model",
     "generate_trace", "load_config", "masked_weighted_average", "measure", "parse_config", "run",
     "task_cost", "tier", "uniform_cohort", "weighting", "with_overrides",

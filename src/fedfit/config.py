@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from fedfit.errors import ConfigError
+from fedfit.errors import ConfigError, PlanError
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -83,6 +83,7 @@ class TrainingConfig(_Section):
     momentum: Annotated[float, Field(ge=0, lt=1)] = 0.0
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
     proximal_mu: Annotated[float, Field(ge=0)] = 0.0
+    optimizer: Literal["sgd", "adam"] = "sgd"
 
 
 class OrchestrationConfig(_Section):
@@ -129,12 +130,6 @@ class BatchingConfig(_Section):
         if self.low_battery > self.full_battery:
             raise ValueError("batching.low_battery: must not exceed batching.full_battery")
         return self
-
-
-class MemoryConfig(_Section):
-    """The memory model's fixed runtime workspace (allocator slack, kernels' scratch)."""
-
-    workspace_bytes: Annotated[int, Field(ge=0)] = 256 * 1024
 
 
 class StalenessConfig(_Section):
@@ -243,6 +238,83 @@ class WidthConfig(_Section):
     elastic_quantile: Fraction = 0.5
     scaler: bool = False
     calibration_samples: PositiveInt = 2000
+
+
+TechniqueName = Literal["checkpointing", "selective", "partial", "pruning", "qat", "progressive", "split"]
+
+
+class SelectiveConfig(_Section):
+    """Selective layer updating: which stages a device trains."""
+
+    mode: Literal["head", "last_k", "cyclic", "importance"] = "head"
+    k: PositiveInt = 1
+
+
+class PartialConfig(_Section):
+    """Partial-parameter training: share of elements each device trains."""
+
+    keep_fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 0.5
+
+
+class PruningConfig(_Section):
+    """Capability pruning: candidate sparsities (the least that fits wins), or one per tier."""
+
+    sparsities: list[Annotated[float, Field(ge=0.0, lt=1.0)]] = [0.5, 0.7, 0.9]
+    by_tier: dict[str, Annotated[float, Field(ge=0.0, lt=1.0)]] = {}
+
+    @model_validator(mode="after")
+    def _some(self) -> PruningConfig:
+        if not self.sparsities:
+            raise ValueError("memory.pruning.sparsities: give at least one sparsity")
+        return self
+
+
+class QatConfig(_Section):
+    """Quantisation-aware training."""
+
+    bits: Annotated[int, Field(ge=2, le=8)] = 8
+
+
+class ProgressiveConfig(_Section):
+    """Progressive layer-wise training."""
+
+    rounds_per_stage: PositiveInt = 2
+
+
+class SplitConfig(_Section):
+    """Split learning with an edge server."""
+
+    cut: PositiveInt | None = None
+    edge_flops_per_s: Annotated[float, Field(gt=0)] = 1e11
+
+
+class MemoryConfig(_Section):
+    """Memory: the memory model's fixed runtime workspace (allocator slack, kernels' scratch), and
+    memory-constrained training — which techniques, for which devices."""
+
+    workspace_bytes: Annotated[int, Field(ge=0)] = 256 * 1024
+    mode: Literal["off", "all", "auto"] = "off"
+    techniques: list[TechniqueName] = Field(default=[], validate_default=True)
+    candidates: list[TechniqueName] = ["checkpointing", "selective", "partial", "pruning", "progressive", "split"]
+    selective: SelectiveConfig = SelectiveConfig()
+    partial: PartialConfig = PartialConfig()
+    pruning: PruningConfig = PruningConfig()
+    qat: QatConfig = QatConfig()
+    progressive: ProgressiveConfig = ProgressiveConfig()
+    split: SplitConfig = SplitConfig()
+
+    @field_validator("techniques")
+    @classmethod
+    def _combinable(cls, techniques: list[str], info: ValidationInfo) -> list[str]:
+        from fedfit.training.techniques import check_combination  # torch-heavy: only when used
+
+        if info.data.get("mode") == "all" and not techniques:
+            raise ValueError("mode 'all' needs at least one technique")
+        try:
+            check_combination(tuple(dict.fromkeys(techniques)))
+        except PlanError as err:
+            raise ValueError(str(err).removeprefix("techniques: ")) from None
+        return techniques
 
 
 class ExperimentConfig(_Section):

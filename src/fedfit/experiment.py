@@ -27,6 +27,7 @@ from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
+from fedfit.models.stages import stages_of
 from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
     ReadinessFirstSelector, Selector, StratifiedSelector, UniformSelector,
@@ -36,10 +37,12 @@ from fedfit.policy.batching import BatchingRules
 from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.report.model_file import save_model
+from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet, payload_bytes
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
+from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.training.static_bn import evaluate_static
 from fedfit.types import DeviceProfile, Params, RoundReport
 
@@ -76,6 +79,22 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> lis
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(traces)})")
         traces[device] = load_csv_trace(path, traces[device])
     return traces
+
+
+def memory_planner(config: ExperimentConfig, base: Planner, costs: Callable[[float], ModelCost],
+                   memory: MemoryModel, spec: ModelSpec) -> MemoryPlanner:
+    """The technique-fitting planner of the ``memory:`` section around ``base``."""
+    m = config.memory
+    settings = MemorySettings(
+        mode=m.mode, techniques=tuple(m.techniques), candidates=tuple(m.candidates),
+        selective_mode=m.selective.mode, selective_k=m.selective.k, keep_fraction=m.partial.keep_fraction,
+        sparsities=tuple(m.pruning.sparsities), sparsity_by_tier=dict(m.pruning.by_tier), qat_bits=m.qat.bits,
+        rounds_per_stage=m.progressive.rounds_per_stage, split_cut=m.split.cut,
+        edge_flops_per_s=m.split.edge_flops_per_s, seed=config.seed)
+    num_stages = len(stages_of(spec.build()))
+    if m.split.cut is not None and not 1 <= m.split.cut < num_stages:
+        raise ConfigError(f"memory.split.cut: must be in 1..{num_stages - 1} for model {spec.name}")
+    return MemoryPlanner(base, settings=settings, costs=costs, memory=memory, num_stages=num_stages)
 
 
 @dataclass
@@ -169,8 +188,8 @@ def build(config: ExperimentConfig) -> Experiment:
     data = build_federated_data(**dict(recipe_data))
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
                      config.model.norm, config.width.scaler)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed,
-                            OptimizerConfig(t.momentum, t.weight_decay, t.proximal_mu))
+    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer)
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
@@ -179,8 +198,7 @@ def build(config: ExperimentConfig) -> Experiment:
     examples = [len(d) for d in data.train]
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     executor = _executor(config, recipe, workload)
-    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0,
-                         workspace_bytes=config.memory.workspace_bytes)
+    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
     num_examples = [len(d) for d in data.train]
     dynamic = _dynamic_planner(config, costs(config.model.width), memory, num_examples)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
@@ -188,16 +206,21 @@ def build(config: ExperimentConfig) -> Experiment:
                            executor=executor, adapter=dynamic)
     predictor = TaskPredictor(costs, memory, num_examples, payload_bytes(initial))
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
-    planner = _width_planner(config, _planner(config, predictor, dynamic), profiles, num_examples, costs, memory)
+    planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
+                             num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels)
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels)
 
 
-def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None) -> Planner:
+def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
+             costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
+    """Batch (fixed or dynamic), then memory techniques, then local work; width wraps it all."""
     t, o, w = config.training, config.orchestration, config.local_work
     base: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
                                             max_steps=t.max_steps, deadline_s=o.deadline_s)
+    if config.memory.mode != "off":
+        base = memory_planner(config, base, costs, memory, spec)
     if w.kind == "budget":
         return BudgetEpochsPlanner(base, predictor, w.budget_s, w.min_epochs, w.max_epochs)
     return base
@@ -287,6 +310,17 @@ class RunResult:
     spec: ModelSpec | None = None
 
 
+def _export_quantised(exp: Experiment, params: Params, run_dir: Path | None) -> dict[str, float]:
+    """QAT runs: the integer model's test accuracy, and ``model_int.safetensors`` in the run directory."""
+    bits = exp.config.memory.qat.bits
+    test = exp.data.global_test
+    accuracy = quantised_accuracy(exp.workload.module(1.0), params, test.x, test.y, bits)
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_int(run_dir / "model_int.safetensors", export_int(params, bits))
+    return {"int_accuracy": accuracy}
+
+
 def run(config: ExperimentConfig, run_dir: Path | None = None,
         on_round: Callable[[RoundOutcome], None] | None = None) -> RunResult:
     """Run an experiment to the end; write ``run_dir`` when given.
@@ -310,7 +344,8 @@ def run(config: ExperimentConfig, run_dir: Path | None = None,
         spec, stats = exp.spec, exp.submodels.stats if exp.submodels else None
         summary = summarise(reports, config.evaluation.target_accuracy)
         local = _local_accuracy(exp, params)
-    summary |= {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local)}
+        int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
+    summary |= {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8}
     if out:
         out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                    plots=config.output.plots)

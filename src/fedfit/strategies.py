@@ -29,6 +29,15 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "width-dropout": {"width.mode": "capability", "width.indices": "random"},
     "width-random": {"width.mode": "random", "width.indices": "prefix"},
     "width-elastic": {"width.mode": "capability", "width.indices": "prefix", "width.elastic": True},
+    # memory-constrained training (``memory:`` section): every device, or only those that need it
+    "checkpointing": {"memory.mode": "all", "memory.techniques": ["checkpointing"]},
+    "head-only": {"memory.mode": "all", "memory.techniques": ["selective"], "memory.selective.mode": "head"},
+    "partial": {"memory.mode": "all", "memory.techniques": ["partial"]},
+    "pruning": {"memory.mode": "all", "memory.techniques": ["pruning"]},
+    "qat": {"memory.mode": "all", "memory.techniques": ["qat"]},
+    "progressive": {"memory.mode": "all", "memory.techniques": ["progressive"]},
+    "split": {"memory.mode": "all", "memory.techniques": ["split"]},
+    "memory-auto": {"memory.mode": "auto"},
 }
 
 

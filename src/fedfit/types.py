@@ -137,6 +137,52 @@ class DeviceState:
 
 
 @dataclass(frozen=True, slots=True)
+class Techniques:
+    """Memory-saving techniques of one task (all off by default = plain training).
+
+    Stages are the model's stages (:mod:`fedfit.models.stages`), input to output. Which
+    combinations are allowed is checked by :func:`fedfit.training.techniques.check_techniques`.
+
+    Attributes:
+        checkpointing: recompute each stage's activations in backward instead of keeping them.
+        train_stages: selective updating: the stages trained (others frozen); ``None``: all.
+        importance_k: selective updating by gradient magnitude: the device trains its ``k``
+            stages with the largest mean |gradient| on its first micro-batch.
+        keep_fraction: partial-parameter training: share of elements trained (random mask per
+            device and round); ``None``: off.
+        sparsity: capability-based pruning: share of weights removed by magnitude; ``None``: off.
+        qat_bits: quantisation-aware training with fake-quantised weights and activations of
+            this many bits; ``None``: off.
+        progressive_stage: progressive training: the stage trained (earlier frozen, later absent,
+            an auxiliary head); ``None``: off.
+        split_cut: split learning: the device trains stages ``< split_cut``, an edge server the
+            rest; ``None``: off.
+        edge_flops_per_s: the edge server's FLOP/s (split learning).
+        mask_seed: seed of the partial-parameter mask (with device and round).
+    """
+
+    checkpointing: bool = False
+    train_stages: tuple[int, ...] | None = None
+    importance_k: int | None = None
+    keep_fraction: float | None = None
+    sparsity: float | None = None
+    qat_bits: int | None = None
+    progressive_stage: int | None = None
+    split_cut: int | None = None
+    edge_flops_per_s: float = 1e11
+    mask_seed: int = 0
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """Names of the techniques switched on."""
+        on = {"checkpointing": self.checkpointing, "selective": self.train_stages is not None
+              or self.importance_k is not None, "partial": self.keep_fraction is not None,
+              "pruning": self.sparsity is not None, "qat": self.qat_bits is not None,
+              "progressive": self.progressive_stage is not None, "split": self.split_cut is not None}
+        return tuple(k for k, v in on.items() if v)
+
+
+@dataclass(frozen=True, slots=True)
 class TrainPlan:
     """What one device is asked to do in one task.
 
@@ -155,6 +201,7 @@ class TrainPlan:
             ``accumulation_steps``. When set, its length is the number of epochs run.
         bound_by: the dynamic-batching rule that set the (first epoch's) micro-batch;
             ``None`` for a fixed plan.
+        techniques: memory-saving techniques (default: none).
     """
 
     device_id: int
@@ -168,6 +215,7 @@ class TrainPlan:
     deadline_s: float | None = None
     epoch_batches: tuple[tuple[int, int], ...] = ()
     bound_by: BatchRule | None = None
+    techniques: Techniques = Techniques()
 
     @property
     def effective_batch(self) -> int:
@@ -197,6 +245,8 @@ class Update:
         accumulation_steps: accumulation actually used (the last epoch's likewise).
         train_loss: mean training loss over the task.
         epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` used (runtime feedback).
+        masks: per-name boolean masks of the coordinates the update holds (partial training,
+            pruning); ``None``: every tensor in ``params`` is held whole.
     """
 
     device_id: int
@@ -209,6 +259,7 @@ class Update:
     accumulation_steps: int
     train_loss: float
     epoch_batches: tuple[tuple[int, int], ...] = ()
+    masks: dict[str, torch.Tensor] | None = None
 
     @property
     def effective_batch(self) -> int:
@@ -238,11 +289,12 @@ class TaskCost:
     bytes_down: int
     bytes_up: int
     flops: float
+    edge_compute_s: float = 0.0
 
     @property
     def duration_s(self) -> float:
-        """Download + compute + upload."""
-        return self.download_s + self.compute_s + self.upload_s
+        """Download + compute + upload (+ the edge server's compute under split learning)."""
+        return self.download_s + self.compute_s + self.upload_s + self.edge_compute_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from fedfit.aggregation import validate_params
+from fedfit.aggregation import validate_masks, validate_params
 from fedfit.errors import UpdateRejected
 
 MASTER = {"w": torch.zeros(2, 3)}
@@ -21,3 +21,12 @@ def test_bad_update_is_rejected_with_reason(params: dict, fragment: str) -> None
 
 def test_good_update_passes() -> None:
     validate_params(MASTER, {"w": torch.ones(2, 3)})
+
+
+def test_masks_must_be_boolean_and_shaped_like_their_parameter() -> None:
+    params = {"w": torch.zeros(2, 3)}
+    validate_masks(params, None)
+    validate_masks(params, {"w": torch.ones(2, 3, dtype=torch.bool)})
+    for bad in ({"w": torch.ones(3, 2, dtype=torch.bool)}, {"w": torch.ones(2, 3)}, {"v": torch.ones(1, dtype=torch.bool)}):
+        with pytest.raises(UpdateRejected):
+            validate_masks(params, bad)

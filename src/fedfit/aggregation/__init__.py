@@ -5,12 +5,12 @@ from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_
 from fedfit.aggregation.rule import AggregationRule, Arrival, aggregate
 from fedfit.aggregation.server import server_scale, server_step
 from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
-from fedfit.aggregation.validate import validate_params
+from fedfit.aggregation.validate import validate_masks, validate_params
 from fedfit.aggregation.weighting import WEIGHTINGS, Weighting, weighting
 
 __all__ = [
     "WEIGHTINGS", "AggregationRule", "Arrival", "Contribution", "LocalSolver", "StalenessDiscount",
     "StalenessFn", "Weighting", "aggregate", "effective_steps", "masked_weighted_average",
-    "normalised_params", "normalising_length", "server_scale", "server_step", "validate_params",
+    "normalised_params", "normalising_length", "server_scale", "server_step", "validate_masks", "validate_params",
     "weighting",
 ]

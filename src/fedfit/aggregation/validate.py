@@ -27,3 +27,16 @@ def validate_params(master: Params, params: Params) -> None:
             raise UpdateRejected(f"parameter '{name}' has dtype {value.dtype}, expected {ref.dtype}")
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             raise UpdateRejected(f"parameter '{name}' has non-finite values")
+
+
+def validate_masks(params: Params, masks: dict[str, torch.Tensor] | None) -> None:
+    """Raise :class:`UpdateRejected` unless every mask is a boolean tensor shaped like its parameter.
+
+    ``None`` (every tensor held whole) always passes.
+    """
+    for name, mask in (masks or {}).items():
+        ref = params.get(name)
+        if ref is None:
+            raise UpdateRejected(f"mask for '{name}', which the update does not hold")
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.shape != ref.shape:
+            raise UpdateRejected(f"mask for '{name}' is not a boolean tensor of shape {tuple(ref.shape)}")

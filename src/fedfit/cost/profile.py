@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from fedfit.cost.stages import StageCost, measure_stages
 from fedfit.models.zoo import ModelSpec
 
 BYTES_PER_FLOAT = 4
@@ -35,6 +36,7 @@ class ModelCost:
             per sample: while autograd back-propagates through the largest activation that
             needs a gradient it holds that activation's gradient and its input's, so twice the
             largest saved tensor that requires grad (``bench/memory_model.py`` validates it).
+        stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured.
     """
 
     num_params: int
@@ -44,6 +46,7 @@ class ModelCost:
     activation_bytes_per_sample: float
     activation_fixed_bytes: float
     backward_transient_bytes_per_sample: float = 0.0
+    stages: tuple[StageCost, ...] = ()
 
 
 def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -109,4 +112,5 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         activation_bytes_per_sample=per_sample,
         activation_fixed_bytes=max(0.0, small - per_sample),
         backward_transient_bytes_per_sample=2 * (large_grad - small_grad) / 8,
+        stages=measure_stages(model, spec.input_shape),
     )

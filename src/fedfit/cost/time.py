@@ -11,6 +11,7 @@ import math
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
+from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_peak_bytes
 from fedfit.types import DeviceProfile, DeviceState, TaskCost, Thermal, TrainPlan
 
 #: Throughput kept at each thermal state (a hot device throttles its clocks).
@@ -57,10 +58,16 @@ def task_cost(
     bytes_down: int,
     bytes_up: int,
 ) -> TaskCost:
-    """The modelled cost of running ``plan`` on a device in ``state``."""
-    _, samples = local_work(plan, num_examples)
-    flops = cost.train_flops_per_sample * samples
+    """The modelled cost of running ``plan`` on a device in ``state``.
+
+    The plan's techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
+    split learning the edge server's compute and the activation traffic are added.
+    """
+    steps, samples = local_work(plan, num_examples)
+    flops, edge_flops = plan_flops(cost, plan, samples, steps)
     compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)
+    traffic = activation_traffic_bytes(cost, plan, samples)  # split learning only
+    bytes_down, bytes_up = bytes_down + traffic, bytes_up + traffic
     down_s = transfer_time_s(bytes_down, state.bandwidth_bps, profile.latency_s)
     up_s = transfer_time_s(bytes_up, state.bandwidth_bps, profile.latency_s)
     radio_s = (down_s + up_s) if math.isfinite(down_s + up_s) else 0.0
@@ -69,8 +76,9 @@ def task_cost(
         compute_s=compute_s,
         upload_s=up_s,
         energy_j=profile.compute_power_w * compute_s + profile.radio_power_w * radio_s,
-        peak_memory_bytes=memory.peak_bytes(cost, plan.micro_batch),
+        peak_memory_bytes=plan_peak_bytes(memory, cost, plan),
         bytes_down=bytes_down,
         bytes_up=bytes_up,
         flops=flops,
+        edge_compute_s=edge_flops / plan.techniques.edge_flops_per_s if edge_flops else 0.0,
     )

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import torch
 
-from fedfit.aggregation import Contribution, validate_params
+from fedfit.aggregation import Contribution, validate_masks, validate_params
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats, accumulate
 from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
@@ -86,15 +86,27 @@ class SubModelExchange:
         if cmap is None:
             cmap = CoordinateMap(self.groups, {})
         validate_params(cmap.extract(master), update.params)
-        full = cmap.scatter(update.params, master)
+        validate_masks(update.params, update.masks)
+        held = {name: master[name] for name in update.params}  # frozen layers are not held
+        full = cmap.scatter(update.params, held)
         if weight > 0:
             self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
-        return full, cmap.masks(master) or None
+        return full, _held_masks(cmap, held, update.masks)
 
     def contribution(self, update: Update, master: Params, weight: float) -> Contribution:
         """``update`` as a masked :class:`~fedfit.aggregation.Contribution` in master coordinates."""
         full, masks = self.incoming(update, master, weight)
         return Contribution(full, weight, masks)
+
+
+def _held_masks(cmap: CoordinateMap, held: Params, element_masks: Masks | None) -> Masks | None:
+    """Masks in master coordinates: the width slice, narrowed by the update's own element masks
+    (partial training, pruning), which are in the sub-model's coordinates."""
+    masks = cmap.masks(held)
+    for name, sub_mask in (element_masks or {}).items():
+        inside = cmap.scatter({name: sub_mask}, {name: torch.zeros_like(held[name], dtype=torch.bool)})
+        masks[name] = inside[name]
+    return masks or None
 
 
 class FullModelExchange:
@@ -105,9 +117,10 @@ class FullModelExchange:
         return master
 
     def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
-        """The validated update, holding every coordinate."""
+        """The validated update, holding its element masks' coordinates (all, without masks)."""
         validate_params(master, update.params)
-        return update.params, None
+        validate_masks(update.params, update.masks)
+        return update.params, update.masks
 
 
 class Exchange(Protocol):

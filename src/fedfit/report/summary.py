@@ -29,6 +29,7 @@ def event_record(result: TaskResult) -> dict[str, Any]:
         "effective_batch": result.plan.effective_batch,
         "epoch_batches": [list(b) for b in result.plan.epoch_batches],
         "bound_by": None if result.plan.bound_by is None else result.plan.bound_by.value,
+        "techniques": list(result.plan.techniques.active), "edge_compute_s": result.cost.edge_compute_s,
     }
 
 

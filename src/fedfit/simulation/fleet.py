@@ -21,6 +21,7 @@ from typing import Protocol
 
 from fedfit.devices import with_consumption
 from fedfit.cost import MemoryModel, ModelCost, task_cost
+from fedfit.cost.techniques import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Executor, Handle
@@ -123,9 +124,12 @@ class SimulatedFleet:
         self._queue.push(finish_s, _Pending(result, handle))
 
     def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
+        """The plan's modelled cost; ``size`` is the raw payload sent (techniques may shrink it)."""
+        model_cost = self._costs(plan.width)
+        down, up = plan_payload_bytes(model_cost, plan, size)
         return task_cost(plan=plan, profile=self._profiles[plan.device_id], state=state,
-                         cost=self._costs(plan.width), memory=self._memory,
-                         num_examples=self._examples[plan.device_id], bytes_down=size, bytes_up=size)
+                         cost=model_cost, memory=self._memory,
+                         num_examples=self._examples[plan.device_id], bytes_down=down, bytes_up=up)
 
     def _schedule(self, plan: TrainPlan, cost: TaskCost, size: int, now_s: float) -> EpochSchedule | None:
         """The per-epoch schedule when the device adapts (and is reachable); else ``None``."""

@@ -11,22 +11,17 @@ epoch boundary. Shuffling uses a generator seeded from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from torch import nn
 
+from fedfit.training.optimizers import OptimizerConfig
+from fedfit.training.program import MicroStep
+from fedfit.training.techniques import build_program
 from fedfit.types import Params, TrainPlan, Update
 
 
-@dataclass(frozen=True, slots=True)
-class OptimizerConfig:
-    """Local optimiser hyperparameters (the learning rate comes from the plan)."""
-
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    proximal_mu: float = 0.0  # FedProx μ: adds μ/2·‖w − w_global‖² to the local loss (0: off)
+__all__ = ["OptimizerConfig", "evaluate", "task_generator", "train"]
 
 
 def task_generator(seed: int, device_id: int, round_: int) -> torch.Generator:
@@ -46,13 +41,11 @@ def _batches(n: int, plan: TrainPlan, gen: torch.Generator) -> list[tuple[torch.
     return out[: plan.max_steps] if plan.max_steps is not None else out
 
 
-def _step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, micro: int) -> float:
+def _step(micro_step: MicroStep, x: torch.Tensor, y: torch.Tensor, micro: int) -> float:
     """Forward/backward one effective batch in micro-batches; returns the summed loss."""
     total = 0.0
     for xs, ys in zip(x.split(micro), y.split(micro), strict=True):
-        loss = nn.functional.cross_entropy(model(xs), ys, reduction="sum") / len(x)
-        loss.backward()
-        total += float(loss.detach()) * len(x)
+        total += float(micro_step(xs, ys, len(x))) * len(x)
     return total
 
 
@@ -81,32 +74,33 @@ def train(
         model: a module with the architecture of ``params`` (its weights are overwritten).
         params: starting parameters.
         x, y: the device's local training data.
-        plan: micro-batch, accumulation, epochs, step cap and learning rate.
+        plan: micro-batch, accumulation, epochs, step cap, learning rate and techniques
+            (:func:`fedfit.training.techniques.build_program` builds the technique's program).
         seed: experiment seed (with device and round it fixes the shuffling).
-        optimizer: momentum, weight decay and FedProx μ of local SGD.
+        optimizer: the local optimiser (SGD with momentum and weight decay, or Adam) and FedProx μ.
 
     Returns:
         The :class:`Update` with the trained parameters and the work done.
     """
     model.load_state_dict(params)
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=plan.lr, momentum=optimizer.momentum,
-                          weight_decay=optimizer.weight_decay)
+    program = build_program(model, plan, optimizer, x, y)
     gen = task_generator(seed, plan.device_id, plan.round)
     loss_sum, samples, steps = 0.0, 0, 0
     anchor = [p.detach().clone() for p in model.parameters()] if optimizer.proximal_mu > 0 else []
     for idx, micro in _batches(len(x), plan, gen):
-        opt.zero_grad(set_to_none=True)
-        loss_sum += _step(model, x[idx], y[idx], micro)
+        program.zero_grad()
+        loss_sum += _step(program.micro_step, x[idx], y[idx], micro)
         if anchor:
             _add_proximal_gradient(model, anchor, optimizer.proximal_mu)
-        opt.step()
+        program.step()
         samples += len(idx)
         steps += 1
+    new_params, masks = program.finish()
     return Update(
         device_id=plan.device_id,
         round=plan.round,
-        params={k: v.detach().clone() for k, v in model.state_dict().items()},
+        params=new_params,
         num_examples=len(x),
         samples_processed=samples,
         steps=steps,
@@ -114,6 +108,7 @@ def train(
         accumulation_steps=plan.epoch_batches[-1][1] if plan.epoch_batches else plan.accumulation_steps,
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=plan.epoch_batches,
+        masks=masks,
     )
 
 

@@ -1,0 +1,168 @@
+"""Measure each stage of a model: parameters, FLOPs, saved activations, boundary bytes.
+
+The memory and time formulas of the techniques (:mod:`fedfit.cost.techniques`) need costs per
+stage: checkpointing keeps only stage inputs, freezing drops the backward of early stages,
+split learning sends the cut stage's output. Measured like :mod:`fedfit.cost.profile`: FLOPs by
+``FlopCounterMode``, saved bytes by saved-tensor hooks, on the real module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import FlopCounterMode
+
+from fedfit.models.stages import Stage, stages_of
+
+BYTES_PER_FLOAT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class StageCost:
+    """Measured costs of one stage, per sample where it says so.
+
+    Attributes:
+        name: the stage's name.
+        num_params: parameters the stage owns.
+        largest_param: elements of its largest parameter tensor.
+        forward_flops: forward FLOPs per sample.
+        backward_flops: backward FLOPs per sample (weight and input gradients).
+        activation_bytes: bytes autograd saves for this stage's backward, per sample, each
+            storage charged to the first stage that saves it (the last stage includes the loss).
+        input_bytes: bytes of the stage's input, per sample.
+        output_bytes: bytes of the stage's output, per sample.
+        isolated_bytes: bytes the stage saves when run alone (its input included if it saves it).
+        saves_input: whether the stage saves its own input for backward.
+        transient_bytes: live bytes per sample while the stage runs forward without autograd
+            (its input plus its largest operator's input and output): all a frozen stage costs.
+    """
+
+    name: str
+    num_params: int
+    largest_param: int
+    forward_flops: float
+    backward_flops: float
+    activation_bytes: float
+    input_bytes: float
+    output_bytes: float
+    isolated_bytes: float = 0.0
+    saves_input: bool = False
+    transient_bytes: float = 0.0
+
+    @property
+    def internal_bytes(self) -> float:
+        """Saved bytes per sample other than the stage's input (what a recomputation adds)."""
+        return self.isolated_bytes - (self.input_bytes if self.saves_input else 0.0)
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes of the stage's parameters (float32)."""
+        return self.num_params * BYTES_PER_FLOAT
+
+
+def _saved_by_stage(model: nn.Module, stages: tuple[Stage, ...], x: torch.Tensor) -> list[int]:
+    """Bytes autograd saves over a whole forward + loss, each storage charged to the stage that
+    saves it first (so the stages' sum is the whole model's saved bytes)."""
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    owner: dict[int, tuple[int, int]] = {}
+    current = [0]
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in param_ptrs and ptr not in owner:
+            owner[ptr] = (current[0], t.untyped_storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        for i, stage in enumerate(stages):
+            current[0] = i
+            x = stage.forward(model, x)
+        loss = nn.functional.cross_entropy(x, torch.zeros(len(x), dtype=torch.long), reduction="sum")
+    del loss
+    return [sum(b for s, b in owner.values() if s == i) for i in range(len(stages))]
+
+
+def _isolated(model: nn.Module, stage: Stage, x: torch.Tensor, grad_input: bool, last: bool) -> tuple[int, bool]:
+    """(saved bytes, whether the input is among them) of ``stage`` run alone on ``x`` (with the
+    loss when it is the ``last`` stage)."""
+    x = x.detach().clone().requires_grad_(grad_input)
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.untyped_storage().data_ptr() not in param_ptrs:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = stage.forward(model, x)
+        if last:
+            out = nn.functional.cross_entropy(out, torch.zeros(len(x), dtype=torch.long), reduction="sum")
+    del out
+    return sum(seen.values()), x.untyped_storage().data_ptr() in seen
+
+
+class _OutputBytes(TorchDispatchMode):
+    """Records the bytes of every operator output that is not a view of a parameter."""
+
+    def __init__(self, param_ptrs: set[int]) -> None:
+        super().__init__()
+        self.sizes: list[int] = [0]
+        self.param_ptrs = param_ptrs
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.param_ptrs:
+                self.sizes.append(t.numel() * t.element_size())
+        return out
+
+
+@torch.no_grad()
+def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
+    """Per-sample live bytes of a gradient-free forward: input + 2 × the largest operator output."""
+    with _OutputBytes({p.untyped_storage().data_ptr() for p in model.parameters()}) as rec:
+        stage.forward(model, x)
+    return (x.numel() * x.element_size() + 2 * max(rec.sizes)) / len(x)
+
+
+def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, float]:
+    with FlopCounterMode(display=False) as fwd:
+        out = stage.forward(model, x)
+    with FlopCounterMode(display=False) as bwd:
+        out.backward(torch.ones_like(out))
+    model.zero_grad(set_to_none=True)
+    return float(fwd.get_total_flops()), float(bwd.get_total_flops())
+
+
+def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[StageCost, ...]:
+    """Per-stage costs of ``model`` on inputs of ``input_shape`` (one sample's shape)."""
+    stages = stages_of(model)
+    gen = torch.Generator().manual_seed(0)
+    xs = {b: torch.randn((b, *input_shape), generator=gen) for b in (1, 9)}
+    x2 = torch.randn((2, *input_shape), generator=gen)
+    small, large = (_saved_by_stage(model, stages, xs[b]) for b in (1, 9))
+    xs1 = dict(xs)
+    out: list[StageCost] = []
+    for i, stage in enumerate(stages):
+        params = [p for n, p in model.named_parameters() if stage.owns(n)]
+        fwd, bwd = _flops(model, stage, x2.detach().requires_grad_(i > 0))
+        y2 = stage.forward(model, x2).detach()
+        out.append(StageCost(
+            name=stage.name, num_params=sum(p.numel() for p in params),
+            largest_param=max((p.numel() for p in params), default=0),
+            forward_flops=fwd / 2, backward_flops=bwd / 2,
+            activation_bytes=(large[i] - small[i]) / 8,
+            input_bytes=float(x2[0].numel() * x2.element_size()),
+            output_bytes=float(y2[0].numel() * y2.element_size())))
+        (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
+        out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
+                                      transient_bytes=_transient(model, stage, xs1[9]))
+        xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
+        x2 = y2
+    return tuple(out)

@@ -1,0 +1,202 @@
+"""Memory, FLOPs and payload of a plan's memory-saving techniques (pure arithmetic).
+
+All terms come from the measured per-stage costs (:class:`~fedfit.cost.stages.StageCost`);
+``P_i`` parameter bytes, ``A_i`` saved activation bytes per sample (each storage charged once), ``I_i`` / ``O_i`` input /
+output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample of stage i,
+``B`` the micro-batch, ``g`` gradient copies and ``s`` optimiser slots per trainable parameter:
+
+- plain: ``P + P(g+s) + B ΣA`` (+ fixed activations + workspace, as :class:`MemoryModel`).
+- selective (train set T, first trained stage f): gradients and optimiser state only for T;
+  no activations before f: ``P + P_T(g+s) + B·max(T_<f, S_f + Σ_{i>f} A_i)`` (``S_f``: what
+  stage f saves run alone; ``T_<f``: the largest gradient-free forward transient of a frozen
+  stage, its input plus its largest operator's input and output); no backward before f.
+- checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): stages
+  ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
+  activations peak at ``B · max(ΣI + S_{n-1}, max_i(Σ_{j≤i} I_j + S_i - own input))`` over the
+  backward phases; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
+- QAT: a fake-quantised copy of every weight lives through backward (``+P``); ~6 FLOPs per
+  weight per step and per activation element per sample.
+- partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
+  optimiser state are held for the ``kN`` active elements only, plus one dense gradient
+  tensor at a time (the largest).
+- pruning (sparsity σ): the device stores the ``(1-σ)N`` surviving weights and a bitmap,
+  materialising one dense layer at a time; trains the survivors like partial training.
+- progressive (stage k): stages ≤ k resident, stage k and an auxiliary head ``H_k`` trained;
+  frozen earlier stages cost their forward transients.
+- split (cut c): the device holds stages < c; the edge server computes the rest; activations
+  and their gradients (``O_{c-1}`` per sample each way) cross the link.
+"""
+
+from __future__ import annotations
+
+from fedfit.cost.memory import MemoryModel
+from fedfit.cost.profile import ModelCost
+from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost
+from fedfit.types import Techniques, TrainPlan
+
+#: FLOPs of one fake-quantisation (scale, round, clamp, rescale, straight-through add).
+QAT_FLOPS_PER_ELEMENT = 6
+
+
+def trained_stages(t: Techniques, stages: tuple[StageCost, ...]) -> tuple[int, ...]:
+    """Stages that get gradients (worst case, by parameter size, for importance selection)."""
+    n = len(stages)
+    if t.train_stages is not None:
+        return tuple(sorted(t.train_stages))
+    if t.importance_k is not None:
+        by_size = sorted(range(n), key=lambda i: -stages[i].num_params)
+        return tuple(sorted(by_size[: t.importance_k]))
+    return tuple(range(n))
+
+
+def _first(t: Techniques, stages: tuple[StageCost, ...]) -> int:
+    """First stage whose activations are kept (0 when importance may pick any stage)."""
+    return 0 if t.importance_k is not None else min(trained_stages(t, stages), default=len(stages))
+
+
+def _aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
+    classes = int(stages[-1].output_bytes // BYTES_PER_FLOAT)
+    return 0 if k == len(stages) - 1 else int(stages[k].output_bytes // BYTES_PER_FLOAT) * classes + classes
+
+
+def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
+    """Per-sample peak of running frozen ``stages`` forward (nothing saved, transients only)."""
+    return max((s.transient_bytes for s in stages), default=0.0)
+
+
+def _activations_per_sample(t: Techniques, stages: tuple[StageCost, ...]) -> float:
+    f = _first(t, stages)
+    return max(_frozen_forward(stages[:f]), _trained_activations(t, stages, f))
+
+
+def _trained_activations(t: Techniques, stages: tuple[StageCost, ...], f: int) -> float:
+    n = len(stages)
+    if f >= n:
+        return 0.0
+    if not t.checkpointing or f >= n - 1:
+        head = stages[f].isolated_bytes if f > 0 else stages[0].activation_bytes
+        return head + sum(s.activation_bytes for s in stages[f + 1:])
+    kept = [s.input_bytes for s in stages[f:n - 1]]
+    last = sum(kept) + stages[-1].isolated_bytes  # backward of the (not checkpointed) last stage
+    recompute = [sum(kept[: j + 1]) + stages[f + j].internal_bytes for j in range(len(kept))]
+    return max(last, *recompute)
+
+
+def _state(memory: MemoryModel) -> int:
+    return memory.gradient_copies + memory.optimizer_slots
+
+
+def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
+    """Peak of plain training with selective updating, checkpointing and QAT switched on or off."""
+    t, st = plan.techniques, cost.stages
+    trained = sum(st[i].param_bytes for i in trained_stages(t, st))
+    peak = cost.param_bytes + trained * _state(memory) + _activations_per_sample(t, st) * plan.micro_batch
+    if t.qat_bits is not None:
+        peak += cost.param_bytes
+    if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet
+        probe = cost.param_bytes * (1 + memory.gradient_copies)
+        peak = max(peak, probe + cost.activation_bytes_per_sample * plan.micro_batch)
+    return peak
+
+
+def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
+    t, st = plan.techniques, cost.stages
+    largest = max(s.largest_param for s in st) * BYTES_PER_FLOAT
+    if t.keep_fraction is not None:
+        kept = t.keep_fraction
+        resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
+    else:
+        kept = 1.0 - (t.sparsity or 0.0)
+        resident = cost.param_bytes * kept + cost.num_params / 8 + largest  # values + bitmap + a dense layer
+    active = cost.param_bytes * kept
+    return resident + active * (1 + _state(memory)) + largest + cost.activation_bytes_per_sample * plan.micro_batch
+
+
+def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
+    k, st = plan.techniques.progressive_stage or 0, cost.stages
+    head = _aux_head_params(st, k) * BYTES_PER_FLOAT
+    resident = sum(s.param_bytes for s in st[: k + 1]) + head
+    trained = st[k].param_bytes + head
+    per_sample = max(_frozen_forward(st[:k]), st[k].isolated_bytes + (st[k].output_bytes if head else 0.0))
+    return resident + trained * _state(memory) + per_sample * plan.micro_batch
+
+
+def _split_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
+    c, st = plan.techniques.split_cut or 1, cost.stages
+    held = sum(s.param_bytes for s in st[:c])
+    per_sample = sum(s.activation_bytes for s in st[:c]) + 2 * st[c - 1].output_bytes
+    return held * (1 + _state(memory)) + per_sample * plan.micro_batch
+
+
+def plan_peak_bytes(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> int:
+    """Predicted peak training memory of ``plan`` (equal to ``memory.peak_bytes`` when plain)."""
+    t = plan.techniques
+    if not t.active or not cost.stages:
+        return memory.peak_bytes(cost, plan.micro_batch)
+    if t.keep_fraction is not None or t.sparsity is not None:
+        body = _masked_peak(memory, cost, plan)
+    elif t.progressive_stage is not None:
+        body = _progressive_peak(memory, cost, plan)
+    elif t.split_cut is not None:
+        body = _split_peak(memory, cost, plan)
+    else:
+        body = _layered_peak(memory, cost, plan)
+    return int(body + cost.activation_fixed_bytes + memory.workspace_bytes)
+
+
+def _layered_flops(t: Techniques, cost: ModelCost, samples: int, steps: int) -> float:
+    st, f, n = cost.stages, _first(t, cost.stages), len(cost.stages)
+    per_sample = sum(s.forward_flops for s in st) + sum(s.backward_flops for s in st[f:])
+    if t.checkpointing:
+        per_sample += sum(s.forward_flops for s in st[f:n - 1])
+    flops = per_sample * samples
+    if t.qat_bits is not None:
+        elements = sum(s.output_bytes for s in st) / BYTES_PER_FLOAT
+        flops += QAT_FLOPS_PER_ELEMENT * (elements * samples + cost.num_params * steps)
+    return flops
+
+
+def plan_flops(cost: ModelCost, plan: TrainPlan, samples: int, steps: int) -> tuple[float, float]:
+    """(device FLOPs, edge-server FLOPs) of a task processing ``samples`` in ``steps``."""
+    t, st = plan.techniques, cost.stages
+    if not t.active or not st or t.keep_fraction is not None or t.sparsity is not None:
+        return cost.train_flops_per_sample * samples, 0.0
+    if t.split_cut is not None:
+        per = [s.forward_flops + s.backward_flops for s in st]
+        return sum(per[: t.split_cut]) * samples, sum(per[t.split_cut:]) * samples
+    if t.progressive_stage is not None:
+        k = t.progressive_stage
+        head = 3 * 2 * _aux_head_params(st, k)
+        return (sum(s.forward_flops for s in st[: k + 1]) + st[k].backward_flops + head) * samples, 0.0
+    probe = cost.train_flops_per_sample * plan.micro_batch if t.importance_k is not None else 0.0
+    return _layered_flops(t, cost, samples, steps) + probe, 0.0
+
+
+def plan_payload_bytes(cost: ModelCost, plan: TrainPlan, full_bytes: int) -> tuple[int, int]:
+    """(bytes down, bytes up) of the model payload; ``full_bytes`` is the whole model's."""
+    t, st = plan.techniques, cost.stages
+    if not t.active or not st:
+        return full_bytes, full_bytes
+    if t.keep_fraction is not None:  # the mask is re-derived from (seed, device, round)
+        return full_bytes, int(t.keep_fraction * cost.num_params) * BYTES_PER_FLOAT
+    if t.sparsity is not None:
+        sparse = sparse_payload_bytes(cost.num_params, 1.0 - t.sparsity)
+        return sparse, sparse
+    if t.progressive_stage is not None:
+        k = t.progressive_stage
+        return sum(s.param_bytes for s in st[: k + 1]), st[k].param_bytes
+    if t.split_cut is not None:
+        held = sum(s.param_bytes for s in st[: t.split_cut])
+        return held, held
+    return full_bytes, sum(st[i].param_bytes for i in trained_stages(t, st))
+
+
+def sparse_payload_bytes(num_elements: int, kept_fraction: float) -> int:
+    """Bytes of the sparse encoding: a bitmap of the elements plus the kept float32 values."""
+    return (num_elements + 7) // 8 + int(round(kept_fraction * num_elements)) * BYTES_PER_FLOAT
+
+
+def activation_traffic_bytes(cost: ModelCost, plan: TrainPlan, samples: int) -> int:
+    """Bytes of activations sent (and of gradients received) under split learning, each way."""
+    cut = plan.techniques.split_cut
+    return 0 if cut is None or not cost.stages else int(cost.stages[cut - 1].output_bytes * samples)

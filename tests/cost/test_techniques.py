@@ -1,0 +1,101 @@
+"""The technique memory, FLOP and payload formulas against hand computations."""
+
+import dataclasses
+
+import pytest
+
+from fedfit.cost import MemoryModel, measure, task_cost
+from fedfit.cost.profile import ModelCost
+from fedfit.cost.stages import StageCost
+from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
+from fedfit.models import ModelSpec
+from fedfit.types import Techniques, TrainPlan
+from tests.helpers import profile, state
+
+# Three stages: params 100/200/10 floats, saved bytes/sample 1000/400/40 (each storage once),
+# in/out bytes, FLOPs, and saved bytes when run alone (each saves its input).
+STAGES = (
+    StageCost("a", 100, 90, 10.0, 10.0, 1000.0, 300.0, 500.0, 1000.0, True),
+    StageCost("b", 200, 190, 50.0, 100.0, 400.0, 500.0, 100.0, 900.0, True),
+    StageCost("c", 10, 8, 2.0, 4.0, 40.0, 100.0, 8.0, 140.0, True),
+)
+COST = ModelCost(num_params=310, param_bytes=1240, train_flops_per_sample=176.0, forward_flops_per_sample=62.0,
+                 activation_bytes_per_sample=1440.0, activation_fixed_bytes=0.0, stages=STAGES)
+MEM = MemoryModel(optimizer_slots=1, workspace_bytes=0)
+
+
+def _plan(**t) -> TrainPlan:
+    return TrainPlan(0, 0, micro_batch=10, techniques=Techniques(**t))
+
+
+def test_plain_plan_is_the_core_memory_model() -> None:
+    assert plan_peak_bytes(MEM, COST, _plan()) == 1240 + 1240 * 2 + 14400
+
+
+def test_checkpointing_keeps_inputs_plus_the_largest_recomputed_stage() -> None:
+    # backward phases: c: inputs 300+500 + c alone 140 = 940; b recomputed: 300+500 + (900-500) = 1200;
+    # a recomputed: 300 + (1000-300) = 1000 → peak 1200 per sample × 10
+    assert plan_peak_bytes(MEM, COST, _plan(checkpointing=True)) == 1240 + 2480 + 1200 * 10
+    device, _ = plan_flops(COST, _plan(checkpointing=True), samples=4, steps=1)
+    assert device == (176.0 + 10.0 + 50.0) * 4  # one more forward of a and b
+
+
+def test_selective_head_drops_early_activations_state_and_backward() -> None:
+    plan = _plan(train_stages=(2,))
+    assert plan_peak_bytes(MEM, COST, plan) == 1240 + 40 * 2 + 140 * 10
+    assert plan_flops(COST, plan, samples=1, steps=1)[0] == 62.0 + 4.0
+    assert plan_payload_bytes(COST, plan, 1240) == (1240, 40)
+
+
+def test_partial_holds_state_for_the_active_fraction_only() -> None:
+    # dense weights 1240 + mask 310 B + active 0.5·1240 × (values, grad, momentum) + one dense grad 190·4
+    assert plan_peak_bytes(MEM, COST, _plan(keep_fraction=0.5)) == 1240 + 310 + 620 * 3 + 760 + 14400
+    assert plan_payload_bytes(COST, _plan(keep_fraction=0.5), 1240) == (1240, 4 * 155)
+
+
+def test_pruning_stores_survivors_and_a_bitmap() -> None:
+    # values 0.1·1240 + bitmap 310/8 + one dense layer 760, survivors × 3, a dense grad 760
+    expected = int(124 + 310 / 8 + 760 + 124 * 3 + 760 + 14400)
+    assert plan_peak_bytes(MEM, COST, _plan(sparsity=0.9)) == expected
+    assert plan_payload_bytes(COST, _plan(sparsity=0.9), 1240) == ((310 + 7) // 8 + 31 * 4,) * 2
+
+
+def test_progressive_stage_zero_has_an_auxiliary_head() -> None:
+    head = (500 // 4) * 2 + 2  # out features × classes (8 bytes → 2 classes) + bias
+    expected = 400 + head * 4 + (400 + head * 4) * 2 + (1000 + 500) * 10
+    assert plan_peak_bytes(MEM, COST, _plan(progressive_stage=0)) == expected
+    assert plan_payload_bytes(COST, _plan(progressive_stage=0), 1240) == (400, 400)
+
+
+def test_split_charges_the_edge_and_the_activation_traffic() -> None:
+    plan = _plan(split_cut=1, edge_flops_per_s=1e9)
+    assert plan_peak_bytes(MEM, COST, plan) == 400 * 3 + (1000 + 2 * 500) * 10
+    assert plan_flops(COST, plan, samples=3, steps=1) == (20.0 * 3, 156.0 * 3)
+    assert activation_traffic_bytes(COST, plan, samples=3) == 1500
+
+
+@pytest.mark.parametrize("name", ["cnn", "mlp"])
+def test_measured_stages_add_up_to_the_whole_model(name: str) -> None:
+    cost = measure(ModelSpec(name, (1, 28, 28), 10))
+    assert sum(s.num_params for s in cost.stages) == cost.num_params
+    assert sum(s.activation_bytes for s in cost.stages) == pytest.approx(cost.activation_bytes_per_sample)
+    assert sum(s.forward_flops + s.backward_flops for s in cost.stages) == pytest.approx(cost.train_flops_per_sample)
+    plain = plan_peak_bytes(MemoryModel(), cost, TrainPlan(0, 0, 64))
+    ckpt = plan_peak_bytes(MemoryModel(), cost, TrainPlan(0, 0, 64, techniques=Techniques(checkpointing=True)))
+    assert ckpt <= plain
+
+
+def test_frozen_stages_cost_their_forward_transient() -> None:
+    stages = (dataclasses.replace(STAGES[0], transient_bytes=5000.0), *STAGES[1:])
+    cost = dataclasses.replace(COST, stages=stages)
+    assert plan_peak_bytes(MEM, cost, _plan(train_stages=(2,))) == 1240 + 40 * 2 + 5000 * 10
+
+
+def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
+    plan = TrainPlan(0, 0, micro_batch=10, techniques=Techniques(split_cut=1, edge_flops_per_s=1e3))
+    cost = task_cost(plan=plan, profile=profile(), state=state(bandwidth_bps=8e3), cost=COST, memory=MEM,
+                     num_examples=20, bytes_down=400, bytes_up=400)
+    assert cost.edge_compute_s == pytest.approx(156.0 * 20 / 1e3)
+    assert cost.bytes_up == cost.bytes_down == 400 + 500 * 20
+    assert cost.upload_s == pytest.approx(0.05 + (400 + 10000) * 8 / 8e3)
+    assert cost.duration_s == pytest.approx(cost.download_s + cost.compute_s + cost.upload_s + cost.edge_compute_s)
