@@ -20,7 +20,7 @@ from fedfit.experiment import run
 from fedfit.strategies import apply_strategy
 
 DEFAULT = ("sync-fixed32", "sync-all", "sync-deadline", "sync-oort", "fedbuff", "fedasync", "hetero-fedavg", "fednova",
-           "full-stack")
+           "async-selection", "full-stack")
 TIER_SHORT = {"flagship_phone": "flag", "midrange_phone": "mid", "older_phone": "old", "tablet": "tab",
               "smartwatch": "watch", "sensor_mcu": "mcu", "vehicle_computer": "car", "fleet": "fleet"}
 
@@ -40,7 +40,7 @@ def _tiers(values: dict[str, Any], fmt: str) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="examples/stragglers.yaml")
-    p.add_argument("--strategy", action="append", help="strategy names (default: all nine)")
+    p.add_argument("--strategy", action="append", help="strategy names (default: all ten)")
     args = p.parse_args()
     base = load_config(args.config)
     summaries: dict[str, dict[str, Any]] = {}

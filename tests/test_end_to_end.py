@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fedfit.config import ExperimentConfig, load_config, parse_config
+from fedfit.config import ExperimentConfig, default_scenario, load_config, parse_config
 from fedfit.experiment import run
 from tests.helpers import write_fashion_like
 
@@ -87,7 +87,8 @@ def test_run_directory_holds_config_logs_summary_and_plots(tmp_path: Path) -> No
 
 def test_examples_are_valid_and_photo_app_is_the_default() -> None:
     photo = load_config(ROOT / "examples" / "photo_app.yaml")
-    assert photo == ExperimentConfig(name="photo_app")
+    assert photo == default_scenario()
+    assert photo.batching.mode == "dynamic"
     for path in (ROOT / "examples").glob("*.yaml"):
         load_config(path)
 

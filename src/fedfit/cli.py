@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fedfit.config import ExperimentConfig, load_config, with_overrides
+from fedfit.config import ExperimentConfig, default_scenario, load_config, with_overrides
 from fedfit.devices import TIERS
 from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import ConfigError, DataError, PlanError
@@ -42,7 +42,7 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _config(path: str | None, sets: Sequence[str]) -> ExperimentConfig:
-    config = load_config(path) if path else ExperimentConfig(name="photo_app")
+    config = load_config(path) if path else default_scenario()
     return with_overrides(config, _parse_set(sets)) if sets else config
 
 

@@ -345,6 +345,12 @@ class ExperimentConfig(_Section):
         return sum(self.fleet.tiers.values())
 
 
+def default_scenario() -> ExperimentConfig:
+    """The built-in scenario ``fedfit run`` uses without a config (``examples/photo_app.yaml``):
+    seed 000's photo app on a phone fleet, every device choosing its batch dynamically."""
+    return ExperimentConfig(name="photo_app", batching=BatchingConfig(mode="dynamic"))
+
+
 def _first_error(err: ValidationError) -> str:
     e = err.errors()[0]
     key = ".".join(str(p) for p in e["loc"]) or "config"
