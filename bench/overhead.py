@@ -81,7 +81,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     args = ap.parse_args()
     config = with_overrides(load_config(args.config), {
-        "orchestration.rounds": args.rounds, "training.batch_size": args.batch,
+        "orchestration.rounds": args.rounds, "training.batch_size": args.batch, "batching.mode": "fixed",
+        "batching.selection": "uniform",
         "output.plots": False, "output.progress": False})
     fedfit_s, rounds, fedfit_acc, initial = run_fedfit(config)
     plain_s, plain_acc = run_plain(config, rounds, initial)

@@ -347,8 +347,9 @@ class ExperimentConfig(_Section):
 
 def default_scenario() -> ExperimentConfig:
     """The built-in scenario ``fedfit run`` uses without a config (``examples/photo_app.yaml``):
-    seed 000's photo app on a phone fleet, every device choosing its batch dynamically."""
-    return ExperimentConfig(name="photo_app", batching=BatchingConfig(mode="dynamic"))
+    seed 000's photo app on a phone fleet, every device choosing its batch dynamically and the
+    server inviting ready devices first."""
+    return ExperimentConfig(name="photo_app", batching=BatchingConfig(mode="dynamic", selection="readiness"))
 
 
 def _first_error(err: ValidationError) -> str:

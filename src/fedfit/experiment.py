@@ -242,8 +242,6 @@ def _selector(config: ExperimentConfig) -> Selector:
 
 def _cohort(config: ExperimentConfig, planner: Planner, predictor: TaskPredictor,
             dynamic: DynamicBatchPlanner | None) -> Cohort | None:
-    if config.batching.selection == "readiness" and dynamic is None:
-        raise ConfigError("batching.selection: 'readiness' needs batching.mode: dynamic")
     if config.selection.kind == "uniform" and config.batching.selection == "uniform":
         return None
     return Cohort(planner, _selector(config), predictor, dynamic.readiness if dynamic else None)

@@ -13,12 +13,12 @@ from fedfit.errors import ConfigError
 
 BUILTIN: dict[str, dict[str, Any]] = {
     "fedavg": {},
-    "fixed32": {"training.batch_size": 32, "batching.mode": "fixed"},
-    "fixed16": {"training.batch_size": 16, "batching.mode": "fixed"},
-    "fixed8": {"training.batch_size": 8, "batching.mode": "fixed"},
-    "fixed4": {"training.batch_size": 4, "batching.mode": "fixed"},
+    "fixed32": {"training.batch_size": 32, "batching.mode": "fixed", "batching.selection": "uniform"},
+    "fixed16": {"training.batch_size": 16, "batching.mode": "fixed", "batching.selection": "uniform"},
+    "fixed8": {"training.batch_size": 8, "batching.mode": "fixed", "batching.selection": "uniform"},
+    "fixed4": {"training.batch_size": 4, "batching.mode": "fixed", "batching.selection": "uniform"},
     "overselect": {"orchestration.over_selection": 0.3},
-    "dynamic": {"batching.mode": "dynamic"},
+    "dynamic": {"batching.mode": "dynamic", "batching.selection": "uniform"},
     "dynamic-ready": {"batching.mode": "dynamic", "batching.selection": "readiness"},
     "dynamic-batchweight": {"batching.mode": "dynamic", "orchestration.weighting": "batch"},
     # dynamic width (seed 003): every device full width / the width all fit / its own width /
