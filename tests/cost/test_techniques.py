@@ -99,3 +99,12 @@ def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
     assert cost.bytes_up == cost.bytes_down == 400 + 500 * 20
     assert cost.upload_s == pytest.approx(0.05 + (400 + 10000) * 8 / 8e3)
     assert cost.duration_s == pytest.approx(cost.download_s + cost.compute_s + cost.upload_s + cost.edge_compute_s)
+
+
+def test_backward_buffers_are_charged_when_backward_reaches_the_first_stage() -> None:
+    with_buffers = dataclasses.replace(COST, backward_transient_bytes_per_sample=50.0)
+    for techniques in ({}, {"checkpointing": True}, {"keep_fraction": 0.5}, {"sparsity": 0.9}):
+        plain = plan_peak_bytes(MEM, COST, _plan(**techniques))
+        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plain + 50 * 10
+    head_only = _plan(train_stages=(2,))
+    assert plan_peak_bytes(MEM, with_buffers, head_only) == plan_peak_bytes(MEM, COST, head_only)

@@ -5,7 +5,9 @@ All terms come from the measured per-stage costs (:class:`~fedfit.cost.stages.St
 output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample of stage i,
 ``B`` the micro-batch, ``g`` gradient copies and ``s`` optimiser slots per trainable parameter:
 
-- plain: ``P + P(g+s) + B ΣA`` (+ fixed activations + workspace, as :class:`MemoryModel`).
+- plain: ``P + P(g+s) + B (ΣA + T)`` (+ fixed activations + workspace, as :class:`MemoryModel`;
+  ``T`` the backward pass's gradient buffers per sample, charged to every plan whose backward
+  reaches the first stage: plain, checkpointing, QAT, importance, partial, pruning).
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
   no activations before f: ``P + P_T(g+s) + B·max(T_<f, S_f + Σ_{i>f} A_i)`` (``S_f``: what
   stage f saves run alone; ``T_<f``: the largest gradient-free forward transient of a frozen
@@ -90,13 +92,22 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     """Peak of plain training with selective updating, checkpointing and QAT switched on or off."""
     t, st = plan.techniques, cost.stages
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
-    peak = cost.param_bytes + trained * _state(memory) + _activations_per_sample(t, st) * plan.micro_batch
+    per_sample = _activations_per_sample(t, st) + _backward_buffers(t, cost)
+    peak = cost.param_bytes + trained * _state(memory) + per_sample * plan.micro_batch
     if t.qat_bits is not None:
         peak += cost.param_bytes
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet
         probe = cost.param_bytes * (1 + memory.gradient_copies)
         peak = max(peak, probe + cost.activation_bytes_per_sample * plan.micro_batch)
     return peak
+
+
+def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
+    """Per-sample gradient buffers of the backward pass (:class:`MemoryModel`'s transient term)
+    when backward runs down to the first stage, where the model's largest activation sits;
+    a plan whose backward stops earlier (selective, progressive, split) is charged none, an
+    approximation that understates its peak by at most that term."""
+    return cost.backward_transient_bytes_per_sample if _first(t, cost.stages) == 0 else 0.0
 
 
 def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
@@ -109,7 +120,8 @@ def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float
         kept = 1.0 - (t.sparsity or 0.0)
         resident = cost.param_bytes * kept + cost.num_params / 8 + largest  # values + bitmap + a dense layer
     active = cost.param_bytes * kept
-    return resident + active * (1 + _state(memory)) + largest + cost.activation_bytes_per_sample * plan.micro_batch
+    per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
+    return resident + active * (1 + _state(memory)) + largest + per_sample * plan.micro_batch
 
 
 def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
