@@ -34,17 +34,8 @@ from fedfit.devices.traces import TRACE_ARRAYS, DeviceTrace
 from fedfit.errors import ConfigError
 from fedfit.types import DeviceProfile, Link
 
-#: Columns a CSV trace may override, besides the required ``t_s``.
-COLUMNS = (
-    "free_memory_bytes",
-    "battery_fraction",
-    "charging",
-    "temperature_c",
-    "link",
-    "bandwidth_bps",
-    "online",
-    "cpu_utilisation",
-)
+#: Columns a CSV trace may override, besides the required ``t_s``: every per-step trace field.
+COLUMNS = TRACE_ARRAYS
 _BATTERY_COLUMNS = ("battery_fraction", "charging")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
