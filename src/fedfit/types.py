@@ -91,6 +91,8 @@ class DeviceProfile:
         radios: links the device has (``wifi``, ``cellular``).
         cpu_cores: cores (informational; used by selection and reports).
         has_npu: whether an NPU is present (informational).
+        workspace_bytes: fixed workspace of the device's training runtime (allocator slack,
+            kernels' scratch); ``None``: the memory model's default (a phone-class runtime's).
     """
 
     tier: str
@@ -105,6 +107,7 @@ class DeviceProfile:
     radios: tuple[Link, ...]
     cpu_cores: int = 1
     has_npu: bool = False
+    workspace_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,3 +68,11 @@ def test_local_work_counts_steps_and_samples() -> None:
     assert local_work(plan, 20) == (9, 60)  # ceil(20/8)=3 steps/epoch
     capped = TrainPlan(0, 0, micro_batch=8, local_epochs=3, max_steps=4)
     assert local_work(capped, 20) == (4, 32)
+
+
+def test_device_workspace_replaces_the_default() -> None:
+    cost = measure(ModelSpec("logreg", (60,), 10))
+    mm = MemoryModel(workspace_bytes=256 * 1024)
+    tiny = profile(workspace_bytes=16 * 1024)
+    assert mm.for_device(tiny).peak_bytes(cost, 4) == mm.peak_bytes(cost, 4) - 240 * 1024
+    assert mm.for_device(profile()) is mm

@@ -66,7 +66,7 @@ def test_sensor_tier_gets_a_sub_model_under_50_kb_that_fits_its_training_memory(
                            num_examples=300, deadline_s=None)
     cost = measure(SPEC, plan.width)
     assert cost.param_bytes < 50_000
-    assert MEMORY.peak_bytes(cost, plan.micro_batch) <= sensor.training_memory_bytes == 384 * 1024
+    assert MEMORY.for_device(sensor).peak_bytes(cost, plan.micro_batch) <= sensor.training_memory_bytes == 384 * 1024
     assert plan.effective_batch >= 32
 
 

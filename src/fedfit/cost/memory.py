@@ -15,9 +15,11 @@ peak exceeds the device's free memory at that virtual moment crashes out of memo
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fedfit.cost.profile import ModelCost
+from fedfit.types import DeviceProfile
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,12 @@ class MemoryModel:
     optimizer_slots: int = 0
     workspace_bytes: int = 256 * 1024
     gradient_copies: int = 1
+
+    def for_device(self, profile: DeviceProfile) -> MemoryModel:
+        """This model with the device's own runtime workspace, when its profile gives one."""
+        if profile.workspace_bytes is None or profile.workspace_bytes == self.workspace_bytes:
+            return self
+        return dataclasses.replace(self, workspace_bytes=profile.workspace_bytes)
 
     def peak_bytes(self, cost: ModelCost, micro_batch: int, trainable_fraction: float = 1.0) -> int:
         """Predicted peak training memory for one micro-batch size.

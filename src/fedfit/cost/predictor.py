@@ -38,6 +38,6 @@ class TaskPredictor:
                          memory=self.memory, num_examples=self.num_examples[plan.device_id],
                          bytes_down=self.payload_bytes, bytes_up=self.payload_bytes)
 
-    def affordable_batch(self, plan: TrainPlan, state: DeviceState) -> int:
+    def affordable_batch(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> int:
         """Largest micro-batch whose peak fits the reported free memory (0: none fits)."""
-        return self.memory.max_micro_batch(self.costs(plan.width), state.free_memory_bytes)
+        return self.memory.for_device(profile).max_micro_batch(self.costs(plan.width), state.free_memory_bytes)

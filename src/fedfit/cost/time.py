@@ -63,6 +63,7 @@ def task_cost(
     The plan's techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
     split learning the edge server's compute and the activation traffic are added.
     """
+    memory = memory.for_device(profile)
     steps, samples = local_work(plan, num_examples)
     flops, edge_flops = plan_flops(cost, plan, samples, steps)
     compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)

@@ -153,6 +153,9 @@ _BUILTIN: dict[str, DeviceProfile] = {
         total_memory_bytes=512 * KIB,
         # 384 KB of the 512 KB SRAM; the rest holds the firmware stack, sample buffers, radio.
         training_memory_bytes=384 * KIB,
+        # A TinyML training loop (TFLite Micro arena bookkeeping, CMSIS-NN scratch) needs a few
+        # KB of workspace, not a phone runtime's 256 KiB: 16 KiB (an assumption; override it).
+        workspace_bytes=16 * KIB,
         flops_per_s=1e8,
         # Scalar code: batching barely helps; half of the ceiling already at one sample.
         utilisation=UtilisationCurve(peak=0.9, half_batch=1.0),
@@ -216,6 +219,7 @@ def tier(name: str) -> DeviceProfile:
 
 _MEMORY_UNITS: Mapping[str, int] = MappingProxyType({"_bytes": 1, "_kb": KIB, "_mb": MIB})
 _MEMORY_FIELDS = ("total_memory", "training_memory")
+_SIZE_FIELDS = (*_MEMORY_FIELDS, "workspace")  # sizes with unit suffixes; workspace is optional
 # key -> (must be > 0, upper bound or None); all other numbers must be >= 0.
 _NUMBERS: Mapping[str, tuple[bool, float | None]] = MappingProxyType(
     {
@@ -230,7 +234,7 @@ _NUMBERS: Mapping[str, tuple[bool, float | None]] = MappingProxyType(
 _REQUIRED = (*_MEMORY_FIELDS, *_NUMBERS, "battery_wh", "radios")
 _KNOWN_KEYS = frozenset(
     {*_NUMBERS, "battery_wh", "radios", "cpu_cores", "has_npu", "base"}
-    | {field + unit for field in _MEMORY_FIELDS for unit in _MEMORY_UNITS}
+    | {field + unit for field in _SIZE_FIELDS for unit in _MEMORY_UNITS}
 )
 
 
@@ -251,6 +255,7 @@ class _Draft:
     radios: tuple[Link, ...] = ()
     cpu_cores: int = 1
     has_npu: bool = False
+    workspace: int | None = None
 
     @classmethod
     def inherit(cls, parent: DeviceProfile | None) -> _Draft:
@@ -271,6 +276,7 @@ class _Draft:
             radios=parent.radios,
             cpu_cores=parent.cpu_cores,
             has_npu=parent.has_npu,
+            workspace=parent.workspace_bytes,
         )
 
     def build(self, name: str) -> DeviceProfile:
@@ -287,6 +293,7 @@ class _Draft:
             radios=self.radios,
             cpu_cores=self.cpu_cores,
             has_npu=self.has_npu,
+            workspace_bytes=self.workspace,
         )
 
 
@@ -299,7 +306,7 @@ def profile_from_mapping(
     bytes, ``mb`` = 2**20), ``flops_per_s``, ``utilisation_peak``, ``utilisation_half_batch``,
     ``battery_wh`` (``null``: mains-powered), ``compute_power_w``, ``radio_power_w``,
     ``latency_s``, ``radios`` (list of ``wifi`` / ``cellular``), ``cpu_cores``, ``has_npu``,
-    and ``base``: the name of a built-in tier whose values fill the keys left out.
+    ``workspace_{bytes,kb,mb}`` (the training runtime's workspace; optional), and ``base``: the name of a built-in tier whose values fill the keys left out.
 
     Args:
         name: the new tier's name (becomes ``DeviceProfile.tier``).
@@ -418,7 +425,7 @@ def _parse_radios(name: str, raw: object) -> tuple[Link, ...]:
 def _parse_memory(name: str, spec: Mapping[str, object], draft: _Draft) -> dict[str, str]:
     """Set the memory sizes given, in bytes; return logical field -> key as written."""
     written: dict[str, str] = {}
-    for field in _MEMORY_FIELDS:
+    for field in _SIZE_FIELDS:
         keys = [field + unit for unit in _MEMORY_UNITS if field + unit in spec]
         if len(keys) > 1:
             raise ConfigError(f"tiers.{name}.{keys[1]}: {field} is also given as {keys[0]}")

@@ -206,6 +206,7 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
     >>> d.micro_batch, d.accumulation_steps, d.bound_by.value
     (8, 1, 'memory')
     """
+    memory = memory.for_device(profile)
     if state.thermal is Thermal.HOT and rules.decline_hot:
         return _declined(BatchRule.THERMAL, f"thermal: hot ({state.temperature_c} °C), training paused")
     fits = memory.max_micro_batch(cost, int(state.free_memory_bytes * (1.0 - rules.memory_margin)))

@@ -65,7 +65,7 @@ class MemoryPlanner:
 
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
         plan = self.base.plan(device_id, round_, profile, state)
-        fits = self._fits(plan, state.free_memory_bytes)
+        fits = self._fits(plan, profile, state.free_memory_bytes)
         chosen: Techniques | None
         if self.settings.mode == "all":
             chosen = self._combined(plan, profile, fits)
@@ -80,9 +80,9 @@ class MemoryPlanner:
             self.progressive_tasks[device_id] = self.progressive_tasks.get(device_id, 0) + 1
         return dataclasses.replace(plan, techniques=chosen)
 
-    def _fits(self, plan: TrainPlan, free_bytes: int) -> Callable[[Techniques], bool]:
-        cost = self.costs(plan.width)
-        return lambda t: plan_peak_bytes(self.memory, cost, dataclasses.replace(plan, techniques=t)) <= free_bytes
+    def _fits(self, plan: TrainPlan, profile: DeviceProfile, free_bytes: int) -> Callable[[Techniques], bool]:
+        cost, memory = self.costs(plan.width), self.memory.for_device(profile)
+        return lambda t: plan_peak_bytes(memory, cost, dataclasses.replace(plan, techniques=t)) <= free_bytes
 
     def _base(self) -> Techniques:
         return Techniques(mask_seed=self.settings.seed, edge_flops_per_s=self.settings.edge_flops_per_s)

@@ -50,7 +50,7 @@ def readiness(plan: TrainPlan, profile: DeviceProfile, state: DeviceState, predi
     """The readiness of ``plan``'s device from its profile and last reported state."""
     duration = predictor.cost(plan, profile, state).duration_s if state.online else math.inf
     return Readiness(device_id=plan.device_id, tier=profile.tier,
-                     affordable_batch=predictor.affordable_batch(plan, state),
+                     affordable_batch=predictor.affordable_batch(plan, profile, state),
                      planned_batch=plan.micro_batch, predicted_duration_s=duration,
                      battery_fraction=state.battery_fraction, charging=state.charging,
                      thermal=state.thermal, online=state.online)

@@ -61,7 +61,8 @@ def capability_plan(plan: TrainPlan, profile: DeviceProfile, state: DeviceState,
                 deadline_s=deadline_s):
             return candidate
     smallest = dataclasses.replace(plan, width=ordered[-1])
-    micro = min(plan.micro_batch, memory.max_micro_batch(costs(ordered[-1]), state.free_memory_bytes))
+    affordable = memory.for_device(profile).max_micro_batch(costs(ordered[-1]), state.free_memory_bytes)
+    micro = min(plan.micro_batch, affordable)
     if micro < 1 or micro == plan.micro_batch:
         return smallest
     return dataclasses.replace(smallest, micro_batch=micro,
