@@ -3,7 +3,6 @@ the dynamic-batching timeline (micro-batch, effective batch, free memory per tie
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from fedfit.report.summary import totals  # noqa: E402
 from fedfit.types import Failure, FailureCause, RoundReport, TaskResult  # noqa: E402
 
 
@@ -39,13 +39,8 @@ def plot_accuracy(runs: Mapping[str, Sequence[RoundReport]], path: Path, target:
 
 def plot_participation(reports: Sequence[RoundReport], path: Path) -> None:
     """Per tier: invitations, completed updates and failures by tier (bars)."""
-    invited: Counter[str] = Counter()
-    joined: Counter[str] = Counter()
-    failed: Counter[str] = Counter()
-    for r in reports:
-        invited.update(r.invited_by_tier)
-        joined.update(r.participants_by_tier)
-        failed.update(r.failures_by_tier)
+    invited, joined = totals(reports, "invited_by_tier"), totals(reports, "participants_by_tier")
+    failed = totals(reports, "failures_by_tier")
     tiers = sorted(invited)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     xs = range(len(tiers))

@@ -41,16 +41,19 @@ def time_to_target(reports: Sequence[RoundReport], target: float) -> float | Non
     return None
 
 
+def totals(reports: Sequence[RoundReport], field: str) -> Counter[str]:
+    """A per-round count field (``invited_by_tier``, ``failures_by_cause``, ...) summed over rounds."""
+    total: Counter[str] = Counter()
+    for r in reports:
+        total.update(getattr(r, field))
+    return total
+
+
 def summarise(reports: Sequence[RoundReport], target: float) -> dict[str, Any]:
     """Headline figures of a run: accuracy, time to target, failures, participation per tier."""
     evaluated = [r for r in reports if r.accuracy is not None]
-    invited: Counter[str] = Counter()
-    joined: Counter[str] = Counter()
-    failures: Counter[str] = Counter()
-    for r in reports:
-        invited.update(r.invited_by_tier)
-        joined.update(r.participants_by_tier)
-        failures.update(r.failures_by_cause)
+    invited, joined = totals(reports, "invited_by_tier"), totals(reports, "participants_by_tier")
+    failures = totals(reports, "failures_by_cause")
     last = reports[-1] if reports else None
     return {
         "rounds": len(reports),
