@@ -39,7 +39,7 @@ from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal
 from fedfit.report.model_file import save_model
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
-from fedfit.simulation.fleet import SimulatedFleet, payload_bytes
+from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
 from fedfit.training.qat import export_int, quantised_accuracy, save_int
@@ -204,7 +204,7 @@ def build(config: ExperimentConfig) -> Experiment:
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic)
-    predictor = TaskPredictor(costs, memory, num_examples, payload_bytes(initial))
+    predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
                              num_examples, costs, memory)

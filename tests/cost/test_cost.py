@@ -7,7 +7,7 @@ import pytest
 from fedfit.cost import MemoryModel, compute_time_s, local_work, measure, transfer_time_s
 from fedfit.models import ModelSpec
 from fedfit.types import Thermal, TrainPlan, UtilisationCurve
-from tests.helpers import profile
+from tests.helpers import profile, state
 
 
 def test_logreg_flops_match_hand_count() -> None:
@@ -76,3 +76,13 @@ def test_device_workspace_replaces_the_default() -> None:
     tiny = profile(workspace_bytes=16 * 1024)
     assert mm.for_device(tiny).peak_bytes(cost, 4) == mm.peak_bytes(cost, 4) - 240 * 1024
     assert mm.for_device(profile()) is mm
+
+
+def test_predictor_sends_the_plans_sub_model_by_default() -> None:
+    from fedfit.cost import TaskPredictor
+
+    spec = ModelSpec("mlp", (1, 28, 28), 10)
+    predictor = TaskPredictor(lambda w: measure(spec, w), MemoryModel(), [100])
+    for width in (1.0, 0.25):
+        c = predictor.cost(TrainPlan(0, 0, 8, width=width), profile(), state())
+        assert c.bytes_down == c.bytes_up == measure(spec, width).param_bytes

@@ -73,3 +73,17 @@ def test_oort_penalises_devices_slower_than_the_preferred_duration() -> None:
 
     # utility of 0 falls to (10 + ε)·(10/100)² ≈ 0.1, below device 1's 5 + ε
     assert sel.select(pool, 1, seed=0, round_=1) == [1]
+
+
+def test_drawn_remainder_seats_give_small_tiers_their_share_on_average() -> None:
+    import numpy as np
+
+    counts = {"phone": 24, "sensor": 2, "watch": 4}
+    seats = {t: 0 for t in counts}
+    draws = 3000
+    for r in range(draws):
+        for tier, n in tier_quotas(counts, 1, np.random.default_rng([0, r])).items():
+            seats[tier] += n
+    for tier, n in counts.items():  # one seat a draw: a tier's expected share is n / 30
+        assert abs(seats[tier] / draws - n / 30) < 0.03
+    assert tier_quotas(counts, 1) == {"phone": 0, "sensor": 0, "watch": 0} | {"phone": 1}

@@ -24,19 +24,21 @@ class TaskPredictor:
         costs: measured model cost per width.
         memory: the memory model.
         num_examples: local training-set size per device id.
-        payload_bytes: bytes sent each way per task.
+        payload_bytes: bytes sent each way per task; ``None``: the plan's sub-model at its width
+            (what the sub-model exchange sends).
     """
 
     costs: Callable[[float], ModelCost]
     memory: MemoryModel
     num_examples: Sequence[int]
-    payload_bytes: int
+    payload_bytes: int | None = None
 
     def cost(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> TaskCost:
         """The modelled :class:`TaskCost` of ``plan`` on the device in ``state``."""
-        return task_cost(plan=plan, profile=profile, state=state, cost=self.costs(plan.width),
-                         memory=self.memory, num_examples=self.num_examples[plan.device_id],
-                         bytes_down=self.payload_bytes, bytes_up=self.payload_bytes)
+        cost = self.costs(plan.width)
+        size = cost.param_bytes if self.payload_bytes is None else self.payload_bytes
+        return task_cost(plan=plan, profile=profile, state=state, cost=cost, memory=self.memory,
+                         num_examples=self.num_examples[plan.device_id], bytes_down=size, bytes_up=size)
 
     def affordable_batch(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> int:
         """Largest micro-batch whose peak fits the reported free memory (0: none fits)."""
