@@ -12,6 +12,7 @@ Plain bookkeeping in dictionaries; no clocks, no I/O. Virtual times are passed i
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,13 +50,7 @@ class _Entry:
     profile: DeviceProfile
     state: DeviceState | None = None
     state_at_s: float | None = None
-    tasks: int = 0
-    completions: int = 0
-    failures_by_cause: dict[str, int] = field(default_factory=dict)
-    last_duration_s: float | None = None
-    last_round: int | None = None
-    suggested_batch: int | None = None
-    last_batch: tuple[int, int] | None = None
+    history: DeviceHistory = field(default_factory=DeviceHistory)
 
 
 class Registry:
@@ -129,32 +124,25 @@ class Registry:
         if ok == (cause is not None):
             raise ValueError(f"ok={ok} needs cause {'None' if ok else 'set'}, got {cause!r}")
         entry = self._entry(device_id)
-        entry.tasks += 1
-        if cause is None:
-            entry.completions += 1
-        else:
+        h = entry.history
+        failures = dict(h.failures_by_cause)
+        if cause is not None:
             key = str(cause.value) if isinstance(cause, enum.Enum) else cause
-            entry.failures_by_cause[key] = entry.failures_by_cause.get(key, 0) + 1
-        entry.last_duration_s = duration_s
-        entry.last_round = round if entry.last_round is None else max(entry.last_round, round)
+            failures[key] = failures.get(key, 0) + 1
+        entry.history = dataclasses.replace(
+            h, tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
+            last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round))
 
     def history(self, device_id: int) -> DeviceHistory:
         """A copy of the device's task history."""
-        entry = self._entry(device_id)
-        return DeviceHistory(
-            tasks=entry.tasks,
-            completions=entry.completions,
-            failures_by_cause=dict(entry.failures_by_cause),
-            last_duration_s=entry.last_duration_s,
-            last_round=entry.last_round,
-            suggested_batch=entry.suggested_batch,
-            last_batch=entry.last_batch,
-        )
+        h = self._entry(device_id).history
+        return dataclasses.replace(h, failures_by_cause=dict(h.failures_by_cause))
 
     def suggest_batch(self, device_id: int, micro_batch: int) -> None:
         """Store the server's initial batch suggestion for the device (from its profile, e.g.
         :func:`fedfit.policy.batching.initial_batch`)."""
-        self._entry(device_id).suggested_batch = micro_batch
+        entry = self._entry(device_id)
+        entry.history = dataclasses.replace(entry.history, suggested_batch=micro_batch)
 
     def record_batch(self, device_id: int, micro_batch: int, accumulation_steps: int) -> None:
         """Runtime feedback: the micro-batch and accumulation the device actually used.
@@ -164,7 +152,8 @@ class Registry:
         """
         if micro_batch < 1 or accumulation_steps < 1:
             raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {micro_batch}, {accumulation_steps}")
-        self._entry(device_id).last_batch = (micro_batch, accumulation_steps)
+        entry = self._entry(device_id)
+        entry.history = dataclasses.replace(entry.history, last_batch=(micro_batch, accumulation_steps))
 
     def readiness(self, device_id: int, afford: Callable[[DeviceProfile, DeviceState], int]) -> int:
         """The batch the device can afford now, from its last reported state (``afford`` is the
@@ -172,7 +161,7 @@ class Registry:
         when it never reported."""
         entry = self._entry(device_id)
         if entry.state is None:
-            return entry.suggested_batch or 0
+            return entry.history.suggested_batch or 0
         return afford(entry.profile, entry.state)
 
     def ids(self) -> list[int]:
