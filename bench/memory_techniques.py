@@ -31,7 +31,7 @@ from fedfit import experiment
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.cost import MemoryModel, measure
 from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
-from fedfit.experiment import run
+from fedfit.runner import run
 from fedfit.models import ModelSpec
 from fedfit.models.stages import stages_of
 from fedfit.training import OptimizerConfig, train

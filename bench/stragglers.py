@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from fedfit.config import load_config
-from fedfit.experiment import run
+from fedfit.runner import run
 from fedfit.strategies import apply_strategy
 
 DEFAULT = ("sync-fixed32", "sync-all", "sync-deadline", "sync-oort", "fedbuff", "fedasync", "hetero-fedavg", "fednova",

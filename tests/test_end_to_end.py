@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fedfit.config import ExperimentConfig, default_scenario, load_config, parse_config
-from fedfit.experiment import run
+from fedfit.runner import run
 from tests.helpers import write_fashion_like
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from fedfit.config import parse_config
 from fedfit.errors import ConfigError
-from fedfit.experiment import run
+from fedfit.runner import run
 from tests.test_end_to_end import small
 
 TIGHT = {"training": {"batch_size": 512}, "fleet": {"tiers": {"older_phone": 6, "flagship_phone": 6}}}

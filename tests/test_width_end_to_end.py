@@ -13,7 +13,7 @@ from fedfit.cli import main
 from fedfit.cost import MemoryModel, measure
 from fedfit.config import ExperimentConfig
 from fedfit.errors import PlanError
-from fedfit.experiment import run
+from fedfit.runner import run
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import load_exported
 from tests.helpers import write_fashion_like

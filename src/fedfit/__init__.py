@@ -9,14 +9,15 @@ from fedfit.config import ExperimentConfig, load_config, parse_config, with_over
 from fedfit.cost import MemoryModel, ModelCost, measure, task_cost
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.devices import TIERS, DeviceTrace, PsutilMonitor, Registry, TraceMonitor, generate_trace, tier
-from fedfit.errors import ConfigError, DataError, FedfitError, PlanError, UpdateRejected
-from fedfit.experiment import Experiment, RunResult, build, run
+from fedfit.errors import CheckpointError, ConfigError, DataError, FedfitError, PlanError, UpdateRejected
+from fedfit.experiment import Experiment, build
+from fedfit.runner import RunResult, resume, run
 from fedfit.models import ModelSpec, build_model
 from fedfit.models.coordinates import CoordinateMap, WidthGroup
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator, AsyncState
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import SubModelExchange
-from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
+from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator, SyncState
 from fedfit.policy import (
     BatchDecision, BatchingRules, DynamicBatchPlanner, FixedPlanner, Planner, decide_batch, uniform_cohort,
 )
@@ -41,5 +42,5 @@ __all__ = [
     "SyncOrchestrator", "TaskCost", "TaskResult", "Techniques", "Thermal", "TraceMonitor", "TrainPlan", "Update",
     "UpdateRejected", "UtilisationCurve", "build", "build_federated_data", "build_model",
     "generate_trace", "load_config", "masked_weighted_average", "measure", "parse_config", "run",
-    "task_cost", "tier", "uniform_cohort", "weighting", "with_overrides",
+    "task_cost", "tier", "uniform_cohort", "weighting", "with_overrides", "resume", "SyncState", "CheckpointError",
 ]

@@ -1,4 +1,4 @@
-"""The ``fedfit`` command line: run | compare | devices | export | evaluate | prune.
+"""The ``fedfit`` command line: run | resume | compare | devices | export | evaluate | prune.
 
 Flags and files are read here and nowhere below. Configuration and data errors exit with
 status 2 and one line naming what is wrong.
@@ -10,7 +10,7 @@ import argparse
 import datetime as dt
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,9 @@ from rich.table import Table
 from fedfit.config import ExperimentConfig, default_scenario, load_config, with_overrides
 from fedfit.devices import TIERS
 from fedfit.deployment import evaluate_run, export_run, prune_run
-from fedfit.errors import ConfigError, DataError, PlanError
-from fedfit.experiment import RunResult, run
+from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
+from fedfit.runner import OnRound, RunResult, resume, run
+from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import plot_accuracy
 from fedfit.strategies import apply_strategy
@@ -54,30 +55,51 @@ def _run_dir(config: ExperimentConfig, out: str | None) -> Path:
 
 
 def _run_with_progress(config: ExperimentConfig, run_dir: Path | None, console: Console) -> RunResult:
+    return _with_progress(config, console, lambda on_round: run(config, run_dir, on_round))
+
+
+def _with_progress(config: ExperimentConfig, console: Console, start: Callable[[OnRound | None], RunResult],
+                   done: int = 0) -> RunResult:
+    """``start(on_round)`` under a progress bar of ``config``'s rounds, ``done`` of them already run."""
     if not config.output.progress:
-        return run(config, run_dir)
+        return start(None)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[status]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(config.name, total=config.orchestration.rounds, status="")
+        task = progress.add_task(config.name, total=config.orchestration.rounds, completed=done, status="")
 
         def on_round(outcome: RoundOutcome) -> None:
             r = outcome.report
             acc = f"acc {r.accuracy:.3f}" if r.accuracy is not None else ""
             progress.update(task, advance=1, status=f"{acc} t={r.virtual_time_s / 60:.1f} min")
 
-        return run(config, run_dir, on_round)
+        return start(on_round)
 
 
-def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    config = _config(args.config, args.set)
-    run_dir = _run_dir(config, args.out)
-    result = _run_with_progress(config, run_dir, console)
+def _print_result(result: RunResult, run_dir: Path, console: Console) -> None:
     s = result.summary
     console.print(f"final accuracy {s['final_accuracy']:.4f}, virtual time {s['virtual_time_s'] / 60:.1f} min, "
                   f"time to {s['target_accuracy']:.2f}: {_fmt_time(s['time_to_target_s'])}")
     console.print(f"failures: {s['failures_by_cause'] or 'none'}")
     console.print(f"run directory: {run_dir}")
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    config = _config(args.config, args.set)
+    run_dir = _run_dir(config, args.out)
+    _print_result(_run_with_progress(config, run_dir, console), run_dir, console)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace, console: Console) -> int:
+    run_dir = Path(args.run_dir)
+    config = load_config(run_dir / "config.yaml")
+    if args.rounds is not None:
+        config = with_overrides(config, {"orchestration.rounds": args.rounds})
+    done = checkpoint.load(run_dir).rounds_done
+    console.print(f"resuming {run_dir} after round {done} of {config.orchestration.rounds}")
+    result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
+    _print_result(result, run_dir, console)
     return 0
 
 
@@ -210,6 +232,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="run directory (default: output.dir/NAME-TIMESTAMP)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     r.set_defaults(func=cmd_run)
+    s = sub.add_parser("resume", help="continue an interrupted run from its checkpoint")
+    s.add_argument("run_dir")
+    s.add_argument("--rounds", type=int, help="total rounds to reach (more than the config's extends the run)")
+    s.set_defaults(func=cmd_resume)
     c = sub.add_parser("compare", help="run several strategies on the same fleet and seed")
     c.add_argument("config")
     c.add_argument("--strategy", action="append", required=True, help="strategy name (repeat)")
@@ -230,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
     try:
         return int(args.func(args, console))
-    except (ConfigError, DataError, PlanError) as err:
+    except (ConfigError, DataError, PlanError, CheckpointError) as err:
         print(f"fedfit: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 

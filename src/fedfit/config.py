@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from fedfit.errors import ConfigError, PlanError
 
 PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
@@ -216,11 +217,16 @@ class SimulationConfig(_Section):
 
 
 class OutputConfig(_Section):
-    """Where the run directory goes and what it holds."""
+    """Where the run directory goes and what it holds.
+
+    ``checkpoint_every``: write ``checkpoint.safetensors`` every this many rounds (server versions
+    in async mode) and after the last, so ``fedfit resume`` can continue the run; 0: never.
+    """
 
     dir: str = "runs"
     plots: bool = True
     progress: bool = True
+    checkpoint_every: NonNegativeInt = 10
 
 
 Width = Annotated[float, Field(gt=0.0, le=1.0)]

@@ -6,7 +6,8 @@
     ├── ConfigError        a configuration key is missing, unknown, mistyped or impossible
     ├── DataError          a data set is missing or malformed (names the path and the fix)
     ├── PlanError          a training plan cannot be run on the model it names
-    └── UpdateRejected     an update fails validation (shape, dtype, non-finite values)
+    ├── UpdateRejected     an update fails validation (shape, dtype, non-finite values)
+    └── CheckpointError    a run directory's checkpoint is missing, damaged or from another run
 
 Each carries a one-line message meant to be shown to the user as it is.
 """
@@ -30,3 +31,7 @@ class PlanError(FedfitError):
 
 class UpdateRejected(FedfitError):
     """An update failed validation and was not aggregated."""
+
+
+class CheckpointError(FedfitError):
+    """A checkpoint cannot be restored; the message names the file or value at fault."""

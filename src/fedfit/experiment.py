@@ -1,8 +1,7 @@
-"""Build and run an experiment from a validated config (the runner: the I/O edge).
+"""Build an experiment from a validated config: the one place where objects are wired.
 
 ``build`` turns an :class:`~fedfit.config.ExperimentConfig` into live objects (data, fleet,
-planner, orchestrator); ``run`` drives the rounds, writes the run directory and returns the
-summary. Nothing below this module reads files, flags or the environment.
+planner, orchestrator); :mod:`fedfit.runner` drives them and writes the run directory.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,7 +24,7 @@ from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort
 from fedfit.orchestration.submodels import SubModelExchange
-from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
+from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.models.stages import stages_of
 from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
@@ -34,17 +32,14 @@ from fedfit.policy import (
 )
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.batching import BatchingRules
-from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
-from fedfit.report.model_file import save_model
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
-from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.training.static_bn import evaluate_static
-from fedfit.types import DeviceProfile, Params, RoundReport
+from fedfit.types import DeviceProfile, Params
 
 
 def data_kwargs(config: ExperimentConfig) -> dict[str, Any]:
@@ -109,6 +104,7 @@ class Experiment:
     initial_params: Params
     spec: ModelSpec | None = None
     submodels: SubModelExchange | None = None
+    width: WidthPlanner | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -210,7 +206,7 @@ def build(config: ExperimentConfig) -> Experiment:
                              num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner)
 
 
 def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
@@ -288,65 +284,3 @@ def built(config: ExperimentConfig) -> Iterator[Experiment]:
         yield exp
     finally:
         exp.executor.close()
-
-
-def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:
-    """The final model's accuracy on each tier's own local test data."""
-    model = exp.workload.module(1.0)  # widths are relative to the master
-    tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
-    return local_accuracy_by_tier(tiers, exp.data.test, lambda x, y: evaluate(model, params, x, y))
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What a finished run produced."""
-
-    reports: tuple[RoundReport, ...]
-    summary: dict[str, Any]
-    run_dir: Path | None
-    params: Params
-    spec: ModelSpec | None = None
-
-
-def _export_quantised(exp: Experiment, params: Params, run_dir: Path | None) -> dict[str, float]:
-    """QAT runs: the integer model's test accuracy, and ``model_int.safetensors`` in the run directory."""
-    bits = exp.config.memory.qat.bits
-    test = exp.data.global_test
-    accuracy = quantised_accuracy(exp.workload.module(1.0), params, test.x, test.y, bits)
-    if run_dir is not None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_int(run_dir / "model_int.safetensors", export_int(params, bits))
-    return {"int_accuracy": accuracy}
-
-
-def run(config: ExperimentConfig, run_dir: Path | None = None,
-        on_round: Callable[[RoundOutcome], None] | None = None) -> RunResult:
-    """Run an experiment to the end; write ``run_dir`` when given.
-
-    Args:
-        config: the validated experiment.
-        run_dir: directory for config, logs, summary and plots (``None``: write nothing).
-        on_round: called after each round (progress display).
-    """
-    reports: list[RoundReport] = []
-    with built(config) as exp:
-        out = RunDirectory(run_dir, config.model_dump(mode="json")) if run_dir else None
-        params = exp.initial_params
-        for outcome in exp.orchestrator.rounds(params):
-            reports.append(outcome.report)
-            params = outcome.params
-            if out:
-                out.log_round(outcome.report, outcome.results)
-            if on_round:
-                on_round(outcome)
-        spec, stats = exp.spec, exp.submodels.stats if exp.submodels else None
-        summary = summarise(reports, config.evaluation.target_accuracy)
-        local = _local_accuracy(exp, params)
-        int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
-    summary |= {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8}
-    if out:
-        out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
-                   plots=config.output.plots)
-        if spec is not None:
-            save_model(out.path, spec, params, stats)
-    return RunResult(tuple(reports), summary, run_dir, params, spec)

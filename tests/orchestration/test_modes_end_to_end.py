@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fedfit.config import ExperimentConfig, parse_config
-from fedfit.experiment import built, run
+from fedfit.experiment import built
+from fedfit.runner import run
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 
 

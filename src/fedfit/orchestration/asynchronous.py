@@ -12,7 +12,8 @@ server version and one :class:`~fedfit.types.RoundReport`.
 
 The loop's state is an explicit value (:class:`AsyncState`): ``run(state)`` yields after each
 application with the new state, and ``run`` on a yielded state continues exactly where an
-unbroken run would be — with the same fleet, which holds the tasks still in flight.
+unbroken run would be, given the fleet in the state it had then (it holds the tasks still in
+flight; :mod:`fedfit.simulation.checkpoint` saves both to disk for a resume in a new process).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class AsyncState:
         retry_at_s: device → earliest virtual time of its next invitation.
         feedback: Oort feedback (statistical utility, round) per device.
         started: device → the version its latest task started from.
+        wall_s: wall-clock seconds spent so far (reported, never decides anything).
     """
 
     params: Params
@@ -78,6 +80,7 @@ class AsyncState:
     retry_at_s: dict[int, float] = field(default_factory=dict)
     feedback: dict[int, tuple[float, int]] = field(default_factory=dict)
     started: dict[int, int] = field(default_factory=dict)
+    wall_s: float = 0.0
 
 
 class AsyncOrchestrator:
@@ -100,7 +103,8 @@ class AsyncOrchestrator:
         Yields:
             Each version's outcome and the state right after it.
         """
-        wall0, target = time.perf_counter(), state.version + (aggregations or self.config.aggregations)
+        wall0 = time.perf_counter() - state.wall_s
+        target = state.version + (self.config.aggregations if aggregations is None else aggregations)
         while state.version < target:
             tally, results = RoundTally(), []
             while len(state.buffer) < self.config.buffer_size:
@@ -113,8 +117,9 @@ class AsyncOrchestrator:
                 state = self._receive(state, result, tally)
             state = self._apply(state)
             acc, loss = self._maybe_evaluate(state, target)
+            state = dataclasses.replace(state, wall_s=time.perf_counter() - wall0)
             report = tally.report(round_=state.version - 1, virtual_time_s=state.now_s,
-                                  wall_time_s=time.perf_counter() - wall0, accuracy=acc, loss=loss)
+                                  wall_time_s=state.wall_s, accuracy=acc, loss=loss)
             yield RoundOutcome(report, tuple(results), state.params), state
 
     def _fill(self, state: AsyncState, tally: RoundTally) -> AsyncState:

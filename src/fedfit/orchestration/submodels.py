@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -27,6 +28,19 @@ from fedfit.types import Params, TrainPlan, Update
 
 #: Per-parameter boolean masks of the master coordinates an update holds.
 Masks = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ExchangeState:
+    """What a :class:`SubModelExchange` remembers between events.
+
+    Attributes:
+        stats: channel statistics accumulated from accepted updates.
+        pending: (device, round) → the coordinate map of the sub-model sent for a task in flight.
+    """
+
+    stats: ChannelStats
+    pending: dict[tuple[int, int], CoordinateMap]
 
 
 class SubModelExchange:
@@ -92,6 +106,14 @@ class SubModelExchange:
         if weight > 0:
             self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
         return full, _held_masks(cmap, held, update.masks)
+
+    def state(self) -> ExchangeState:
+        """The exchange's state now, for a checkpoint."""
+        return ExchangeState(self.stats, dict(self._pending))
+
+    def restore(self, state: ExchangeState) -> None:
+        """Continue from ``state``."""
+        self.stats, self._pending = state.stats, dict(state.pending)
 
     def contribution(self, update: Update, master: Params, weight: float) -> Contribution:
         """``update`` as a masked :class:`~fedfit.aggregation.Contribution` in master coordinates."""

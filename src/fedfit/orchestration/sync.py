@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
@@ -62,6 +62,25 @@ class SyncConfig:
 
 
 @dataclass(frozen=True)
+class SyncState:
+    """Everything the server holds between rounds (stale-mode stragglers live in the fleet).
+
+    Attributes:
+        params: the current global model.
+        round: the next round to run.
+        now_s: virtual time the next round starts.
+        feedback: Oort feedback (statistical utility, round) per device.
+        wall_s: wall-clock seconds spent so far (reported, never decides anything).
+    """
+
+    params: Params
+    round: int = 0
+    now_s: float = 0.0
+    feedback: dict[int, tuple[float, int]] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class RoundOutcome:
     """A finished round: its report, every task result it saw, and the new parameters."""
 
@@ -84,37 +103,49 @@ class SyncOrchestrator:
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
-        self._feedback: dict[int, tuple[float, int]] = {}
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
-        now_s, wall0 = start_s, time.perf_counter()
-        for r in range(first_round, first_round + self.config.rounds):
-            tally = RoundTally()
-            results, end_s = self._run_round(r, params, now_s, tally)
-            params = self._aggregate(r, params, results, tally)
-            acc, loss = self._maybe_evaluate(r, first_round, params)
-            report = tally.report(round_=r, virtual_time_s=end_s, wall_time_s=time.perf_counter() - wall0,
-                                  accuracy=acc, loss=loss)
-            now_s = end_s
-            yield RoundOutcome(report, tuple(results), params)
+        for outcome, _ in self.run(SyncState(params, round=first_round, now_s=start_s)):
+            yield outcome
         if self.config.late_updates == "stale":
             self.fleet.cancel_pending()
 
-    def _run_round(self, r: int, params: Params, now_s: float,
-                   tally: RoundTally) -> tuple[list[TaskResult], float]:
-        k = self.config.clients_per_round
+    def run(self, state: SyncState, rounds: int | None = None) -> Iterator[tuple[RoundOutcome, SyncState]]:
+        """Run ``rounds`` rounds (default ``config.rounds``) from ``state``.
+
+        ``run`` on a yielded state (with the fleet in the state it had then) continues exactly
+        as the unbroken run does; stale-mode stragglers stay in flight in the fleet.
+
+        Yields:
+            Each round's outcome and the state right after it.
+        """
+        wall0 = time.perf_counter() - state.wall_s
+        last = state.round + (self.config.rounds if rounds is None else rounds) - 1
+        for r in range(state.round, last + 1):
+            tally = RoundTally()
+            results, end_s = self._run_round(r, state, tally)
+            params, feedback = self._aggregate(r, state, results, tally)
+            acc, loss = self._maybe_evaluate(r, last, params)
+            wall_s = time.perf_counter() - wall0
+            report = tally.report(round_=r, virtual_time_s=end_s, wall_time_s=wall_s, accuracy=acc, loss=loss)
+            state = SyncState(params, round=r + 1, now_s=end_s, feedback=feedback, wall_s=wall_s)
+            yield RoundOutcome(report, tuple(results), params), state
+
+    def _run_round(self, r: int, state: SyncState, tally: RoundTally) -> tuple[list[TaskResult], float]:
+        k, now_s = self.config.clients_per_round, state.now_s
         invite = math.ceil(k * (1 + self.config.over_selection))
         idle = [d for d in self.fleet.device_ids() if not self.fleet.busy(d)]
-        for plan in self._plans(idle, invite, r, now_s):
-            self.fleet.dispatch(plan, self.submodels.outgoing(plan, params), now_s)
+        for plan in self._plans(idle, invite, r, state):
+            self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
         return self._collect(r, now_s, k, tally)
 
-    def _plans(self, idle: list[int], invite: int, r: int, now_s: float) -> list[TrainPlan]:
+    def _plans(self, idle: list[int], invite: int, r: int, state: SyncState) -> list[TrainPlan]:
+        now_s = state.now_s
         if self.cohort is not None:
             return self.cohort.invite(self.fleet, idle, invite, now_s=now_s, round_=r, seed=self.seed,
-                                      draw=r, feedback=self._feedback)
+                                      draw=r, feedback=state.feedback)
         return [self.planner.plan(d, r, self.fleet.profile(d), self.fleet.snapshot(d, now_s))
                 for d in uniform_cohort(idle, invite, seed=self.seed, round_=r)]
 
@@ -143,8 +174,9 @@ class SyncOrchestrator:
                     end_s = deadline
         return results, end_s if end_s > now_s else now_s + self.config.idle_wait_s
 
-    def _aggregate(self, r: int, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
-        arrivals = []
+    def _aggregate(self, r: int, state: SyncState, results: list[TaskResult],
+                   tally: RoundTally) -> tuple[Params, dict[int, tuple[float, int]]]:
+        arrivals, params, feedback = [], state.params, dict(state.feedback)
         for res in results:
             if not isinstance(res.outcome, Update):
                 continue
@@ -159,11 +191,10 @@ class SyncOrchestrator:
                 tally.count_rejected(res.tier)
                 continue
             arrivals.append(Arrival(res.outcome, staleness, full, masks))
-            self._feedback[res.plan.device_id] = feedback_of(res.outcome)
-        return aggregate(params, arrivals, self.rule)
+            feedback[res.plan.device_id] = feedback_of(res.outcome)
+        return aggregate(params, arrivals, self.rule), feedback
 
-    def _maybe_evaluate(self, r: int, first: int, params: Params) -> tuple[float | None, float | None]:
-        last = r == first + self.config.rounds - 1
-        if (r - first + 1) % self.config.eval_every and not last:
+    def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:
+        if (r + 1) % self.config.eval_every and r != last:
             return None, None
         return self.evaluator(params)

@@ -4,7 +4,9 @@ the dynamic-batching timeline (micro-batch, effective batch, free memory per tie
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -75,23 +77,50 @@ def plot_failures(reports: Sequence[RoundReport], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_batching_timeline(results: Sequence[TaskResult], path: Path) -> None:
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """One task start on the batching timeline (a task result, or its ``events.jsonl`` record)."""
+
+    tier: str
+    start_s: float
+    ok: bool
+    cause: FailureCause | None
+    micro_batch: int
+    effective_batch: int
+    free_memory_bytes: int
+
+    @classmethod
+    def of(cls, result: TaskResult) -> TimelinePoint:
+        """The point of a task result."""
+        cause = result.outcome.cause if isinstance(result.outcome, Failure) else None
+        return cls(result.tier, result.start_s, result.ok, cause, result.plan.micro_batch,
+                   result.plan.effective_batch, result.free_memory_bytes)
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any]) -> TimelinePoint:
+        """The point of an ``events.jsonl`` record (see :func:`fedfit.report.summary.event_record`)."""
+        cause = None if record["cause"] is None else FailureCause(record["cause"])
+        return cls(record["tier"], float(record["start_s"]), bool(record["ok"]), cause,
+                   int(record["micro_batch"]), int(record["effective_batch"]), int(record["free_memory_bytes"]))
+
+
+def plot_batching_timeline(points: Sequence[TimelinePoint], path: Path) -> None:
     """Per tier over virtual time: micro-batch, effective batch and free memory at each task start.
 
     Declined tasks (a hot or drained device pausing) are drawn as ``x`` at micro-batch 0 and
     out-of-memory crashes as red triangles, so pauses and crashes show on the timeline.
     """
     fig, axes = plt.subplots(3, 1, figsize=(7.5, 7.5), sharex=True)
-    for tier in sorted({r.tier for r in results}):
-        rows = sorted((r for r in results if r.tier == tier), key=lambda r: r.start_s)
-        ran = [r for r in rows if r.ok]
-        t_min = [r.start_s / 60.0 for r in ran]
-        line = axes[0].plot(t_min, [r.plan.micro_batch for r in ran], ".", label=tier)[0]
-        axes[1].plot(t_min, [r.plan.effective_batch for r in ran], ".", color=line.get_color())
-        axes[2].plot([r.start_s / 60.0 for r in rows], [r.free_memory_bytes / 2**20 for r in rows], ".",
+    for tier in sorted({p.tier for p in points}):
+        rows = sorted((p for p in points if p.tier == tier), key=lambda p: p.start_s)
+        ran = [p for p in rows if p.ok]
+        t_min = [p.start_s / 60.0 for p in ran]
+        line = axes[0].plot(t_min, [p.micro_batch for p in ran], ".", label=tier)[0]
+        axes[1].plot(t_min, [p.effective_batch for p in ran], ".", color=line.get_color())
+        axes[2].plot([p.start_s / 60.0 for p in rows], [p.free_memory_bytes / 2**20 for p in rows], ".",
                      color=line.get_color())
-        paused = [r.start_s / 60.0 for r in rows if _cause(r) is FailureCause.DECLINED]
-        crashed = [r.start_s / 60.0 for r in rows if _cause(r) is FailureCause.OUT_OF_MEMORY]
+        paused = [p.start_s / 60.0 for p in rows if p.cause is FailureCause.DECLINED]
+        crashed = [p.start_s / 60.0 for p in rows if p.cause is FailureCause.OUT_OF_MEMORY]
         axes[0].plot(paused, [0] * len(paused), "x", color=line.get_color())
         axes[0].plot(crashed, [0] * len(crashed), "v", color="red")
     for ax, label in zip(axes, ("micro-batch\n(x: paused, ▼: OOM)", "effective batch", "free memory (MiB)"),
@@ -103,7 +132,3 @@ def plot_batching_timeline(results: Sequence[TaskResult], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def _cause(result: TaskResult) -> FailureCause | None:
-    return result.outcome.cause if isinstance(result.outcome, Failure) else None

@@ -33,6 +33,10 @@ class EventQueue(Generic[T]):
         """Time of the earliest event, or ``None`` when empty."""
         return self._heap[0][0] if self._heap else None
 
+    def items(self) -> list[tuple[float, T]]:
+        """Every (time, item) in pop order, without removing them."""
+        return [(at_s, item) for at_s, _, item in sorted(self._heap, key=lambda e: (e[0], e[1]))]
+
     def drain(self) -> list[T]:
         """Remove every event, earliest first."""
         items = [heapq.heappop(self._heap)[2] for _ in range(len(self._heap))]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fedfit.devices import with_consumption
+from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
 from fedfit.cost.techniques import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
@@ -51,10 +52,39 @@ CostTable = Callable[[float], ModelCost]
 
 @dataclasses.dataclass(frozen=True)
 class _Pending:
-    """A task in flight: its decided ending, and the training handle when it succeeds."""
+    """A task in flight: its decided ending, and the task and training handle when it succeeds."""
 
     result: TaskResult
+    task: TrainTask | None
     handle: Handle | None
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingTask:
+    """A task in flight as a checkpoint holds it.
+
+    Attributes:
+        at_s: virtual time its result arrives.
+        result: its decided ending (a success's outcome is filled in when it arrives).
+        task: what the device trains, for a success (re-submitted on restore); ``None``: a failure.
+    """
+
+    at_s: float
+    result: TaskResult
+    task: TrainTask | None
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetState:
+    """Everything a :class:`SimulatedFleet` holds between events (traces are fixed by the seed).
+
+    Attributes:
+        consumed_j: energy each device has spent on fedfit tasks so far.
+        pending: tasks in flight, in the order their results arrive.
+    """
+
+    consumed_j: tuple[float, ...]
+    pending: tuple[PendingTask, ...]
 
 
 class SimulatedFleet:
@@ -115,13 +145,14 @@ class SimulatedFleet:
         if failure is not None:  # report what was actually spent and sent
             sent_down = cost.bytes_down if finish_s > now_s else 0
             cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
-        handle = None if failure else self._executor.submit(TrainTask(plan, params))
+        task = None if failure else TrainTask(plan, params)
+        handle = None if task is None else self._executor.submit(task)
         # A success's outcome is filled with the trained Update when the event pops.
         outcome: Update | Failure = failure or Failure(device, plan.round, FailureCause.REJECTED, "pending")
         result = TaskResult(plan=plan, tier=profile.tier, start_s=now_s, finish_s=finish_s,
                             outcome=outcome, cost=cost, free_memory_bytes=state.free_memory_bytes)
         self._busy.add(device)
-        self._queue.push(finish_s, _Pending(result, handle))
+        self._queue.push(finish_s, _Pending(result, task, handle))
 
     def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
         """The plan's modelled cost; ``size`` is the raw payload sent (techniques may shrink it)."""
@@ -205,6 +236,26 @@ class SimulatedFleet:
 
     def peek_time(self) -> float | None:
         return self._queue.peek_time()
+
+    def state(self) -> FleetState:
+        """The fleet's state now, for a checkpoint (training in flight is not waited for)."""
+        pending = tuple(PendingTask(at_s, p.result, p.task) for at_s, p in self._queue.items())
+        return FleetState(tuple(self._consumed_j), pending)
+
+    def restore(self, state: FleetState) -> None:
+        """Continue from ``state``: tasks in flight are cancelled and ``state``'s re-submitted.
+
+        Training is a pure function of the task (plan, starting parameters, seed), so a
+        re-submitted task returns the update the interrupted one would have.
+        """
+        if len(state.consumed_j) != len(self._profiles):
+            raise CheckpointError(f"checkpoint holds {len(state.consumed_j)} devices, fleet has {len(self._profiles)}")
+        self.cancel_pending()
+        self._consumed_j = list(state.consumed_j)
+        for p in state.pending:
+            handle = None if p.task is None else self._executor.submit(p.task)
+            self._busy.add(p.result.plan.device_id)
+            self._queue.push(p.at_s, _Pending(p.result, p.task, handle))
 
     def cancel_pending(self) -> list[TrainPlan]:
         plans = []
