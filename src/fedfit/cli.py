@@ -30,6 +30,7 @@ from fedfit.report import plot_accuracy
 from fedfit.strategies import apply_strategy
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, Any]:
@@ -84,10 +85,21 @@ def _print_result(result: RunResult, run_dir: Path, console: Console) -> None:
     console.print(f"run directory: {run_dir}")
 
 
+def _interrupted(run_dir: Path) -> int:
+    """Say how to continue a run stopped with Ctrl-C; the exit status of SIGINT."""
+    saved = (run_dir / checkpoint.FILENAME).is_file()
+    hint = f"continue with: fedfit resume {run_dir}" if saved else "no checkpoint was written yet"
+    print(f"fedfit: interrupted; {hint}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     config = _config(args.config, args.set)
     run_dir = _run_dir(config, args.out)
-    _print_result(_run_with_progress(config, run_dir, console), run_dir, console)
+    try:
+        _print_result(_run_with_progress(config, run_dir, console), run_dir, console)
+    except KeyboardInterrupt:
+        return _interrupted(run_dir)
     return 0
 
 
@@ -98,7 +110,10 @@ def cmd_resume(args: argparse.Namespace, console: Console) -> int:
         config = with_overrides(config, {"orchestration.rounds": args.rounds})
     done = checkpoint.load(run_dir).rounds_done
     console.print(f"resuming {run_dir} after round {done} of {config.orchestration.rounds}")
-    result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
+    try:
+        result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
+    except KeyboardInterrupt:
+        return _interrupted(run_dir)
     _print_result(result, run_dir, console)
     return 0
 

@@ -1,4 +1,4 @@
-"""The command line: run, compare, devices, and one-line errors with exit status 2."""
+"""The command line: run, resume, compare, devices, and one-line errors with exit status 2."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import fedfit.runner as runner
 from fedfit.cli import main
 
 SMALL = {
@@ -90,3 +91,25 @@ def test_unknown_strategy_and_bad_set_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert "KEY=VALUE" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.yaml")]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+def test_ctrl_c_after_a_checkpoint_says_how_to_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = {**SMALL, "orchestration": {"rounds": 4, "clients_per_round": 4},
+           "output": {"plots": False, "progress": False, "checkpoint_every": 1}}
+    config, out = _write(tmp_path, raw), tmp_path / "run"
+
+    def interrupt(outcome: object) -> None:
+        if getattr(outcome, "report").round == 1:
+            raise KeyboardInterrupt
+
+    real_run = runner.run
+    with pytest.MonkeyPatch.context() as mp:  # Ctrl-C arrives while round 1's callback runs
+        mp.setattr("fedfit.cli.run", lambda c, d, on_round=None: real_run(c, d, interrupt))
+        code = main(["run", str(config), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 130 and f"fedfit resume {out}" in err
+
+    assert main(["resume", str(out)]) == 0
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 4
+    assert main(["resume", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere" in capsys.readouterr().err
