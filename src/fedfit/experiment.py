@@ -151,12 +151,12 @@ def batching_rules(config: ExperimentConfig) -> BatchingRules:
         poor_link_scale=b.poor_link_scale)
 
 
-def _dynamic_planner(config: ExperimentConfig, cost: ModelCost, memory: MemoryModel,
+def _dynamic_planner(config: ExperimentConfig, costs: Callable[[float], ModelCost], memory: MemoryModel,
                      num_examples: list[int]) -> DynamicBatchPlanner | None:
     if config.batching.mode != "dynamic":
         return None
     t = config.training
-    return DynamicBatchPlanner(rules=batching_rules(config), cost=cost, memory=memory,
+    return DynamicBatchPlanner(rules=batching_rules(config), costs=costs, memory=memory,
                                num_examples=tuple(num_examples), local_epochs=t.local_epochs, lr=t.lr,
                                max_steps=t.max_steps, deadline_s=config.orchestration.deadline_s)
 
@@ -200,7 +200,7 @@ def build(config: ExperimentConfig) -> Experiment:
     executor = _executor(config, recipe, workload)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
     num_examples = [len(d) for d in data.train]
-    dynamic = _dynamic_planner(config, costs(config.model.width), memory, num_examples)
+    dynamic = _dynamic_planner(config, costs, memory, num_examples)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic)

@@ -33,15 +33,15 @@ class Cohort:
         planner: writes each candidate's plan (its batch feeds readiness).
         selector: picks devices from readiness values.
         predictor: predicts task cost and affordable batch.
-        batch_readiness: the batch a device reports it can afford now, from its own batch policy
-            (the dynamic-batching planner: 0 when it would decline); ``None``: the predictor's
-            memory-bound batch.
+        batch_readiness: the batch a device reports it can afford now for the sub-model at its
+            plan's width, from its own batch policy (the dynamic-batching planner: 0 when it
+            would decline); ``None``: the predictor's memory-bound batch.
     """
 
     planner: Planner
     selector: Selector
     predictor: TaskPredictor
-    batch_readiness: Callable[[DeviceProfile, DeviceState], int] | None = None
+    batch_readiness: Callable[[DeviceProfile, DeviceState, float], int] | None = None
 
     def invite(self, fleet: Fleet, candidates: Sequence[int], size: int, *, now_s: float, round_: int,
                seed: int, draw: int, feedback: Feedback | None = None) -> list[TrainPlan]:
@@ -64,7 +64,7 @@ class Cohort:
             plans[device] = self.planner.plan(device, round_, profile, state)
             r = readiness(plans[device], profile, state, self.predictor)
             if self.batch_readiness is not None:
-                r = dataclasses.replace(r, affordable_batch=self.batch_readiness(profile, state))
+                r = dataclasses.replace(r, affordable_batch=self.batch_readiness(profile, state, plans[device].width))
             if feedback and device in feedback:
                 r = dataclasses.replace(r, statistical_utility=feedback[device][0], last_round=feedback[device][1])
             ready.append(r)
