@@ -20,11 +20,13 @@ from fedfit.aggregation import AggregationRule, LocalSolver, StalenessDiscount, 
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
-from fedfit.devices import DeviceTrace, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier
+from fedfit.devices import (
+    DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier,
+)
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
-from fedfit.orchestration.cohort import Cohort
+from fedfit.orchestration.cohort import Cohort, enrol
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import RoundOutcome, SyncConfig, SyncOrchestrator
 from fedfit.models.stages import stages_of
@@ -109,6 +111,7 @@ class Experiment:
     initial_params: Params
     spec: ModelSpec | None = None
     submodels: SubModelExchange | None = None
+    registry: Registry | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -209,8 +212,9 @@ def build(config: ExperimentConfig) -> Experiment:
     planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
                              num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
-    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels)
+    registry = enrol(fleet)
+    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, registry)
 
 
 def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
@@ -259,7 +263,7 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
 
 def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
                   evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
-                  submodels: SubModelExchange) -> SyncOrchestrator | AsyncOrchestrator:
+                  submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
     if o.mode == "async":
@@ -270,14 +274,14 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
                            eval_every=config.evaluation.every)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
-                                 submodels=submodels)
+                                 submodels=submodels, registry=registry)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
                       max_staleness=o.max_staleness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
-                            submodels=submodels)
+                            submodels=submodels, registry=registry)
 
 
 @contextmanager

@@ -60,9 +60,9 @@ def test_readiness_first_selector_prefers_ready_devices() -> None:
     reported = {0: 1, 1: 16, 2: 2, 3: 8, 4: 0, 5: 32}
     ready = [_ready(d, b) for d, b in reported.items()]
     selector = ReadinessFirstSelector(UniformSelector(), low=2)
-    cohort = selector.select(ready, 3, seed=0, round_=1)
+    cohort = selector.select(ready, 3, seed=0, draw=1, version=1)
     assert sorted(cohort) == [1, 3, 5]
-    bigger = selector.select(ready, 4, seed=0, round_=1)
+    bigger = selector.select(ready, 4, seed=0, draw=1, version=1)
     assert set(bigger[:3]) == {1, 3, 5} and bigger[3] in {0, 2, 4}
     assert bigger[3:] == uniform_cohort([0, 2, 4], 1, seed=0, round_=1)
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
+from fedfit.devices.registry import Registry
 from fedfit.errors import UpdateRejected
-from fedfit.orchestration.cohort import Cohort, feedback_of
+from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
@@ -75,16 +76,20 @@ class SyncOrchestrator:
 
     With ``submodels``, each device is sent only its plan's sub-model and its update is folded
     back at the coordinates it held (width-aware aggregation); without, the whole model.
+    ``registry`` (default: the fleet's devices enrolled) receives the idle devices' states at
+    each round's start and every finished task (stragglers cancelled at the deadline as
+    ``deadline`` failures); plans and the cohort's selection read it.
     """
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
                  config: SyncConfig, seed: int, cohort: Cohort | None = None,
-                 rule: AggregationRule | None = None, submodels: Exchange | None = None) -> None:
+                 rule: AggregationRule | None = None, submodels: Exchange | None = None,
+                 registry: Registry | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
-        self._feedback: dict[int, tuple[float, int]] = {}
+        self.registry = registry if registry is not None else enrol(fleet)
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
@@ -112,10 +117,10 @@ class SyncOrchestrator:
         return self._collect(r, now_s, k, tally)
 
     def _plans(self, idle: list[int], invite: int, r: int, now_s: float) -> list[TrainPlan]:
+        check_in(self.registry, self.fleet, idle, now_s)
         if self.cohort is not None:
-            return self.cohort.invite(self.fleet, idle, invite, now_s=now_s, round_=r, seed=self.seed,
-                                      draw=r, feedback=self._feedback)
-        return [self.planner.plan(d, r, self.fleet.profile(d), self.fleet.snapshot(d, now_s))
+            return self.cohort.invite(self.registry, idle, invite, round_=r, seed=self.seed, draw=r)
+        return [self.planner.plan(d, r, self.registry.profile(d), self.registry.reported_state(d))
                 for d in uniform_cohort(idle, invite, seed=self.seed, round_=r)]
 
     def _collect(self, r: int, now_s: float, k: int, tally: RoundTally) -> tuple[list[TaskResult], float]:
@@ -125,6 +130,7 @@ class SyncOrchestrator:
         while successes < k and (t := self.fleet.peek_time()) is not None and t <= deadline:
             result = self.fleet.next_result()
             assert result is not None
+            self.registry.record_task(result)
             results.append(result)
             tally.count_result(result)
             end_s = max(end_s, result.finish_s)
@@ -140,6 +146,8 @@ class SyncOrchestrator:
             for plan in self.fleet.cancel_pending():
                 if successes < k:  # still waiting when the deadline struck: a straggler
                     tally.count_failure(self.fleet.profile(plan.device_id).tier, FailureCause.DEADLINE)
+                    self.registry.record_result(plan.device_id, ok=False, cause=FailureCause.DEADLINE,
+                                                duration_s=deadline - now_s, round=plan.round)
                     end_s = deadline
         return results, end_s if end_s > now_s else now_s + self.config.idle_wait_s
 
@@ -159,7 +167,6 @@ class SyncOrchestrator:
                 tally.count_rejected(res.tier)
                 continue
             arrivals.append(Arrival(res.outcome, staleness, full, masks))
-            self._feedback[res.plan.device_id] = feedback_of(res.outcome)
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, first: int, params: Params) -> tuple[float | None, float | None]:
