@@ -8,6 +8,7 @@ reproduce the metrics (wall time aside), the event log and the final model bit f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -28,7 +29,7 @@ ASYNC = {"orchestration": {"mode": "async", "rounds": 10}, "asynchronous": {"buf
          "width": {"mode": "capability", "deadline_s": 1.0, "indices": "importance"}}
 SYNC_STALE = {"orchestration": {"rounds": 8, "clients_per_round": 3, "deadline_s": 0.3, "over_selection": 0.5,
                                 "late_updates": "stale"},
-              "selection": {"kind": "oort"}, "fleet": {"tiers": {"flagship_phone": 2, "older_phone": 3, "smartwatch": 3}},
+              "selection": {"kind": "oort"}, "fleet": {"tiers": {"flagship_phone": 8, "older_phone": 5, "smartwatch": 3}},
               "width": {"mode": "capability", "deadline_s": 1.0, "elastic": True, "elastic_quantile": 0.2}}
 
 
@@ -110,3 +111,18 @@ def test_resume_refuses_a_changed_config(tmp_path: Path) -> None:
     done = _cli("resume", str(tmp_path / "r"), "--rounds", "6")
 
     assert done.returncode == 2 and "changed since the checkpoint" in done.stderr
+
+
+def test_elastic_width_resumes_from_the_pools_in_the_checkpoint(tmp_path: Path) -> None:
+    config = _config({"orchestration": {"rounds": 2, "clients_per_round": 3},
+                      "width": {"mode": "capability", "elastic": True, "elastic_quantile": 0.5}})
+    run(config, tmp_path)
+    saved = checkpoint.load(tmp_path)
+    # Pretend round 1's cohort could only afford 1/16 width: elastic width must cap round 2 there.
+    checkpoint.save(tmp_path, dataclasses.replace(saved, width_pools={1: [0.0625] * 5}))
+
+    assert _cli("resume", str(tmp_path), "--rounds", "3").returncode == 0
+
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert {e["width"] for e in events if e["round"] == 2} == {0.0625}
+    assert {e["width"] for e in events if e["round"] < 2} != {0.0625}

@@ -18,11 +18,13 @@ from fedfit.aggregation import AggregationRule, LocalSolver, StalenessDiscount, 
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
-from fedfit.devices import DeviceTrace, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier
+from fedfit.devices import (
+    DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier,
+)
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
-from fedfit.orchestration.cohort import Cohort
+from fedfit.orchestration.cohort import Cohort, enrol
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.models.stages import stages_of
@@ -105,6 +107,7 @@ class Experiment:
     spec: ModelSpec | None = None
     submodels: SubModelExchange | None = None
     width: WidthPlanner | None = None
+    registry: Registry | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -147,12 +150,12 @@ def batching_rules(config: ExperimentConfig) -> BatchingRules:
         poor_link_scale=b.poor_link_scale)
 
 
-def _dynamic_planner(config: ExperimentConfig, cost: ModelCost, memory: MemoryModel,
+def _dynamic_planner(config: ExperimentConfig, costs: Callable[[float], ModelCost], memory: MemoryModel,
                      num_examples: list[int]) -> DynamicBatchPlanner | None:
     if config.batching.mode != "dynamic":
         return None
     t = config.training
-    return DynamicBatchPlanner(rules=batching_rules(config), cost=cost, memory=memory,
+    return DynamicBatchPlanner(rules=batching_rules(config), costs=costs, memory=memory,
                                num_examples=tuple(num_examples), local_epochs=t.local_epochs, lr=t.lr,
                                max_steps=t.max_steps, deadline_s=config.orchestration.deadline_s)
 
@@ -196,7 +199,7 @@ def build(config: ExperimentConfig) -> Experiment:
     executor = _executor(config, recipe, workload)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
     num_examples = [len(d) for d in data.train]
-    dynamic = _dynamic_planner(config, costs(config.model.width), memory, num_examples)
+    dynamic = _dynamic_planner(config, costs, memory, num_examples)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic)
@@ -205,8 +208,9 @@ def build(config: ExperimentConfig) -> Experiment:
     planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
                              num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
-    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner)
+    registry = enrol(fleet)
+    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
 
 
 def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
@@ -255,7 +259,7 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
 
 def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
                   evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
-                  submodels: SubModelExchange) -> SyncOrchestrator | AsyncOrchestrator:
+                  submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
     if o.mode == "async":
@@ -266,14 +270,14 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
                            eval_every=config.evaluation.every)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
-                                 submodels=submodels)
+                                 submodels=submodels, registry=registry)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
                       max_staleness=o.max_staleness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
-                            submodels=submodels)
+                            submodels=submodels, registry=registry)
 
 
 @contextmanager

@@ -128,7 +128,9 @@ def _checkpoint(exp: Experiment, resolved: dict[str, Any], state: SyncState | As
                 reports: list[RoundReport], log_bytes: tuple[int, int]) -> Checkpoint:
     pools = {r: list(w) for r, w in exp.width.pools.items()} if exp.width else {}
     exchange = exp.submodels.state() if exp.submodels else None
-    return Checkpoint(config_digest(resolved), state, exp.fleet.state(), exchange, pools, tuple(reports), log_bytes)
+    registry = exp.registry.entries() if exp.registry else ()
+    return Checkpoint(config_digest(resolved), state, exp.fleet.state(), exchange, pools, registry, tuple(reports),
+                      log_bytes)
 
 
 def _restore(exp: Experiment, saved: Checkpoint) -> SyncState | AsyncState:
@@ -141,6 +143,8 @@ def _restore(exp: Experiment, saved: Checkpoint) -> SyncState | AsyncState:
         exp.submodels.restore(saved.exchange)
     if exp.width is not None:
         exp.width.pools = {r: list(w) for r, w in saved.width_pools.items()}
+    if exp.registry is not None:
+        exp.registry.restore(saved.registry)
     return saved.server
 
 

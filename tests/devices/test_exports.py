@@ -15,6 +15,7 @@ def test_all_names_are_exported() -> None:
             "TierBehaviour",
             "TraceMonitor",
             "TraceParams",
+            "UpdateRecord",
             "generate_trace",
             "load_csv_trace",
             "parse_csv_trace",

@@ -1,10 +1,15 @@
 """Registry bookkeeping."""
 
+import pickle
+
 import pytest
+import torch
 
 from fedfit.devices.catalogue import tier
-from fedfit.devices.registry import DeviceHistory, Registry
-from fedfit.types import DeviceState, FailureCause, Link, Thermal
+from fedfit.devices import DeviceHistory, Registry, UpdateRecord
+from fedfit.types import (
+    DeviceState, Failure, FailureCause, Link, TaskCost, TaskResult, Thermal, TrainPlan, Update,
+)
 
 
 def _state(free: int) -> DeviceState:
@@ -91,3 +96,44 @@ def test_history_is_a_copy(registry: Registry) -> None:
 def test_outcome_and_cause_must_agree(registry: Registry, ok: bool, cause: str | None) -> None:
     with pytest.raises(ValueError):
         registry.record_result(1, ok=ok, cause=cause, duration_s=1.0, round=0)
+
+
+def _result(ok: bool, start_s: float, finish_s: float) -> TaskResult:
+    plan = TrainPlan(device_id=2, round=4, micro_batch=8)
+    cost = TaskCost(0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0.0)
+    outcome = (Update(2, 4, {"w": torch.zeros(1)}, num_examples=30, samples_processed=60, steps=8, micro_batch=4,
+                      accumulation_steps=2, train_loss=0.25) if ok
+               else Failure(2, 4, FailureCause.OFFLINE, "went offline mid-task"))
+    return TaskResult(plan=plan, tier="older_phone", start_s=start_s, finish_s=finish_s, outcome=outcome, cost=cost,
+                      free_memory_bytes=0)
+
+
+def test_record_task_counts_the_outcome_and_keeps_what_the_update_reported(registry: Registry) -> None:
+    registry.record_task(_result(ok=True, start_s=10.0, finish_s=35.0))
+    registry.record_task(_result(ok=False, start_s=40.0, finish_s=41.5))
+
+    history = registry.history(2)
+
+    assert (history.tasks, history.completions, history.failures_by_cause) == (2, 1, {"offline": 1})
+    assert (history.last_duration_s, history.last_round) == (1.5, 4)  # the latest result, a failure
+    assert history.last_batch == (4, 2)  # what the device used, not the plan's 8
+    assert history.last_update == UpdateRecord(round=4, duration_s=25.0, samples_processed=60, train_loss=0.25)
+
+
+def test_reported_state_raises_until_the_device_reports(registry: Registry) -> None:
+    with pytest.raises(LookupError, match="device 1 has not reported"):
+        registry.reported_state(1)
+    registry.report_state(1, _state(100), at_s=3.0)
+    assert registry.reported_state(1) == _state(100)
+
+
+def test_a_pickled_registry_is_an_identical_copy(registry: Registry) -> None:
+    registry.report_state(2, _state(100), at_s=3.0)
+    registry.record_task(_result(ok=True, start_s=10.0, finish_s=35.0))
+
+    copy = pickle.loads(pickle.dumps(registry))
+    registry.record_task(_result(ok=False, start_s=40.0, finish_s=41.5))  # the copy does not follow
+
+    assert copy.ids() == [3, 1, 2] and copy.profile(2) == tier("older_phone")
+    assert copy.last_state(2) == _state(100) and copy.last_report_s(2) == 3.0
+    assert copy.history(2).tasks == 1 and copy.history(2).last_update is not None

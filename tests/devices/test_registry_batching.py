@@ -1,5 +1,7 @@
 """Registry: initial batch suggestion, runtime feedback and the readiness query."""
 
+import functools
+
 import pytest
 
 from fedfit.cost import MemoryModel, measure
@@ -10,13 +12,15 @@ from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.batching import BatchingRules, initial_batch
 from tests.helpers import state
 
-CNN = measure(ModelSpec("cnn", (1, 28, 28), 10))
+SPEC = ModelSpec("cnn", (1, 28, 28), 10)
+CNN = measure(SPEC)
 
 
 def test_suggestion_feedback_and_readiness() -> None:
     registry = Registry()
     registry.add(0, tier("older_phone"))
-    planner = DynamicBatchPlanner(rules=BatchingRules(), cost=CNN, memory=MemoryModel(), num_examples=[10])
+    planner = DynamicBatchPlanner(rules=BatchingRules(), costs=functools.partial(measure, SPEC), memory=MemoryModel(),
+                                  num_examples=[10])
     registry.suggest_batch(0, initial_batch(tier("older_phone"), CNN, MemoryModel()))
     assert registry.readiness(0, planner.readiness) == 8  # never reported: the suggestion
     registry.report_state(0, state(battery_fraction=0.1), at_s=5.0)

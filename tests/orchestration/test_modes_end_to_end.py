@@ -56,3 +56,23 @@ def test_resumed_async_run_on_the_simulated_fleet_equals_an_unbroken_run() -> No
     assert [o.report.virtual_time_s for o in resumed] == [o.report.virtual_time_s for o in unbroken]
     for a, b in zip(resumed, unbroken, strict=True):
         assert all(a.params[k].equal(b.params[k]) for k in a.params)
+
+
+@pytest.mark.slow
+def test_async_oort_reading_the_registry_is_deterministic_and_resumes_exactly() -> None:
+    config = mixed(orchestration={"mode": "async", "rounds": 4}, asynchronous={"buffer_size": 2},
+                   selection={"kind": "oort"})
+    with built(config) as exp:
+        assert isinstance(exp.orchestrator, AsyncOrchestrator)
+        unbroken = [o for o, _ in exp.orchestrator.run(AsyncState(exp.initial_params))]
+    with built(config) as exp:
+        assert isinstance(exp.orchestrator, AsyncOrchestrator) and exp.registry is exp.orchestrator.registry
+        first = list(exp.orchestrator.run(AsyncState(exp.initial_params), aggregations=2))
+        rest = [o for o, _ in exp.orchestrator.run(first[-1][1], aggregations=2)]
+        assert sum(exp.registry.history(d).tasks for d in exp.registry.ids()) > 0
+    resumed = [o for o, _ in first] + rest
+
+    assert [o.report.invited_by_tier for o in resumed] == [o.report.invited_by_tier for o in unbroken]
+    assert [o.report.virtual_time_s for o in resumed] == [o.report.virtual_time_s for o in unbroken]
+    for a, b in zip(resumed, unbroken, strict=True):
+        assert all(a.params[k].equal(b.params[k]) for k in a.params)

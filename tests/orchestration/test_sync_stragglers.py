@@ -44,3 +44,17 @@ def test_stale_beyond_the_bound_is_dropped_and_counted() -> None:
 
     assert rounds[1].report.failures_by_cause == {"stale": 1}
     assert rounds[1].params["w"].item() == pytest.approx(2.0)
+
+
+def test_the_registry_records_every_result_and_each_straggler_cut_at_the_deadline() -> None:
+    fleet = FakeFleet(durations=[1.0, 8.0], deltas=[1.0, 4.0])
+    config = SyncConfig(rounds=2, clients_per_round=2, deadline_s=5.0, late_updates="drop")
+    orch = SyncOrchestrator(fleet=fleet, planner=FixedPlanner(batch_size=1), weighting=weighting("uniform"),
+                            evaluator=lambda p: (0.0, 0.0), config=config, seed=0)
+
+    list(orch.rounds(scalar(0.0)))
+
+    d0, d1 = orch.registry.history(0), orch.registry.history(1)
+    assert (d0.tasks, d0.completions, d0.last_update and d0.last_update.round) == (2, 2, 1)
+    assert (d1.tasks, d1.failures_by_cause, d1.last_duration_s) == (2, {"deadline": 2}, 5.0)
+    assert orch.registry.last_report_s(0) == 5.0  # round 1 starts when round 0's deadline struck

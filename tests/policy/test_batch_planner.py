@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 import torch
@@ -17,12 +19,13 @@ from fedfit.policy.selection import ReadinessFirstSelector, UniformSelector, uni
 from fedfit.types import BatchRule, Thermal, Update
 from tests.helpers import state
 
-CNN = measure(ModelSpec("cnn", (1, 28, 28), 10))
+SPEC = ModelSpec("cnn", (1, 28, 28), 10)
+CNN = measure(SPEC)
 
 
 def _planner(**kw: object) -> DynamicBatchPlanner:
-    return DynamicBatchPlanner(rules=BatchingRules(**kw), cost=CNN, memory=MemoryModel(),
-                               num_examples=[100, 360], local_epochs=2, lr=0.05)
+    return DynamicBatchPlanner(rules=BatchingRules(**kw), costs=functools.partial(measure, SPEC),
+                               memory=MemoryModel(), num_examples=[100, 360], local_epochs=2, lr=0.05)
 
 
 def test_plan_carries_the_decision_and_reduced_work_on_low_battery() -> None:
@@ -57,9 +60,9 @@ def test_readiness_first_selector_prefers_ready_devices() -> None:
     reported = {0: 1, 1: 16, 2: 2, 3: 8, 4: 0, 5: 32}
     ready = [_ready(d, b) for d, b in reported.items()]
     selector = ReadinessFirstSelector(UniformSelector(), low=2)
-    cohort = selector.select(ready, 3, seed=0, round_=1)
+    cohort = selector.select(ready, 3, seed=0, draw=1, version=1)
     assert sorted(cohort) == [1, 3, 5]
-    bigger = selector.select(ready, 4, seed=0, round_=1)
+    bigger = selector.select(ready, 4, seed=0, draw=1, version=1)
     assert set(bigger[:3]) == {1, 3, 5} and bigger[3] in {0, 2, 4}
     assert bigger[3:] == uniform_cohort([0, 2, 4], 1, seed=0, round_=1)
 
@@ -68,3 +71,18 @@ def test_batch_weighting_is_effective_batch() -> None:
     u = Update(0, 0, {"w": torch.zeros(1)}, num_examples=50, samples_processed=50, steps=13,
                micro_batch=2, accumulation_steps=2, train_loss=0.0)
     assert weighting("batch")(u) == 4.0 and weighting("samples")(u) == 50.0
+
+
+def test_a_sensor_affords_its_quarter_width_sub_model_though_not_one_sample_of_the_master() -> None:
+    sensor, planner = TIERS["sensor_mcu"], _planner(memory_margin=0.0)
+    free = sensor.training_memory_bytes  # 384 KiB
+    s = state(free_memory_bytes=free, battery_fraction=None)
+    memory = MemoryModel().for_device(sensor)
+    assert memory.peak_bytes(CNN, 1) > free  # one sample of the master does not fit
+    quarter = planner.plan(0, 0, sensor, s)
+    quarter = dataclasses.replace(quarter, width=0.25)
+
+    assert planner.readiness(sensor, s) == 0 and planner.adapt(quarter, sensor, s, 0).micro_batch >= 1
+    micro = planner.readiness(sensor, s, width=0.25)
+    assert micro >= 1 and memory.peak_bytes(measure(SPEC, 0.25), micro) <= free
+    assert planner.adapt(dataclasses.replace(quarter, width=1.0), sensor, s, 0).declined

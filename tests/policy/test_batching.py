@@ -143,6 +143,6 @@ def test_no_plan_exceeds_free_memory(tier: str, s, rules: BatchingRules) -> None
     if d.declined:
         assert d.micro_batch == 0
         return
-    assert MEMORY.peak_bytes(CNN, d.micro_batch) <= s.free_memory_bytes * (1 - rules.memory_margin)
+    assert MEMORY.for_device(TIERS[tier]).peak_bytes(CNN, d.micro_batch) <= s.free_memory_bytes * (1 - rules.memory_margin)
     assert d.micro_batch >= 1 and d.effective_batch >= rules.min_effective_batch
     assert math.ceil(rules.min_effective_batch / d.micro_batch) == d.accumulation_steps

@@ -33,7 +33,7 @@ def test_deferral_rules(kw: dict[str, object], deferred: bool) -> None:
 def test_deferring_selector_never_picks_a_deferred_device() -> None:
     pool = [ready(i, online=i % 2 == 0) for i in range(10)]
 
-    chosen = DeferringSelector(UniformSelector()).select(pool, 10, seed=1, round_=0)
+    chosen = DeferringSelector(UniformSelector()).select(pool, 10, seed=1, draw=0, version=0)
 
     assert sorted(chosen) == [0, 2, 4, 6, 8]
 
@@ -47,12 +47,12 @@ def test_stratified_selection_seats_every_tier_and_is_deterministic() -> None:
     pool = [ready(i, "strong") for i in range(20)] + [ready(20 + i, "weak") for i in range(5)]
     sel = StratifiedSelector()
 
-    first = sel.select(pool, 5, seed=3, round_=7)
+    first = sel.select(pool, 5, seed=3, draw=7, version=7)
 
     tiers = Counter("weak" if d >= 20 else "strong" for d in first)
     assert tiers == {"strong": 4, "weak": 1}
-    assert sel.select(list(reversed(pool)), 5, seed=3, round_=7) == first
-    assert any(sel.select(pool, 5, seed=3, round_=r) != first for r in range(8, 12))
+    assert sel.select(list(reversed(pool)), 5, seed=3, draw=7, version=7) == first
+    assert any(sel.select(pool, 5, seed=3, draw=r, version=r) != first for r in range(8, 12))
 
 
 def test_oort_explores_unseen_devices_and_exploits_high_utility() -> None:
@@ -60,7 +60,7 @@ def test_oort_explores_unseen_devices_and_exploits_high_utility() -> None:
     fresh = [ready(10 + i) for i in range(4)]
     sel = OortSelector(exploration=0.5, cutoff=0.95)
 
-    chosen = sel.select(explored + fresh, 2, seed=0, round_=2)
+    chosen = sel.select(explored + fresh, 2, seed=0, draw=2, version=2)
 
     assert 3 in chosen  # the only device within 95% of the cut-off utility
     assert len([d for d in chosen if d >= 10]) == 1  # half the seats explore
@@ -72,7 +72,7 @@ def test_oort_penalises_devices_slower_than_the_preferred_duration() -> None:
     sel = OortSelector(exploration=0.0, penalty=2.0, preferred_duration_s=10.0)
 
     # utility of 0 falls to (10 + ε)·(10/100)² ≈ 0.1, below device 1's 5 + ε
-    assert sel.select(pool, 1, seed=0, round_=1) == [1]
+    assert sel.select(pool, 1, seed=0, draw=1, version=1) == [1]
 
 
 def test_drawn_remainder_seats_give_small_tiers_their_share_on_average() -> None:

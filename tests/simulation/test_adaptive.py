@@ -43,7 +43,8 @@ def _fleet(trace: StepTrace, epochs: int = 2):
     data = build_federated_data(**KW)
     workload = Workload(WorkloadRecipe(SPEC, tuple(sorted(KW.items())), seed=5), data)
     n = [len(d) for d in data.train]
-    planner = DynamicBatchPlanner(rules=RULES, cost=COST, memory=MEMORY, num_examples=n, local_epochs=epochs, lr=0.1)
+    planner = DynamicBatchPlanner(rules=RULES, costs=functools.partial(measure, SPEC), memory=MEMORY, num_examples=n,
+                                  local_epochs=epochs, lr=0.1)
     fleet = SimulatedFleet(profiles=[profile()], traces=[trace], num_examples=n,
                            costs=functools.partial(measure, SPEC), memory=MEMORY,
                            executor=LocalExecutor(workload), adapter=planner)

@@ -35,7 +35,7 @@ def _drain(fleet) -> list[TaskResult]:  # type: ignore[no-untyped-def]
 
 
 def _saved(tmp_path: Path, fleet, initial) -> Checkpoint:  # type: ignore[no-untyped-def]
-    cp = Checkpoint("digest", SyncState(initial, round=1, now_s=7.0), fleet.state(), None, {}, (), (0, 0))
+    cp = Checkpoint("digest", SyncState(initial, round=1, now_s=7.0), fleet.state(), None, {}, (), (), (0, 0))
     checkpoint.save(tmp_path, cp)
     return checkpoint.load(tmp_path)
 

@@ -10,7 +10,7 @@ in a :class:`Registry`.
 from fedfit.devices.catalogue import TIERS, profile_from_mapping, tier
 from fedfit.devices.csv_trace import load_csv_trace, parse_csv_trace
 from fedfit.devices.monitor import Monitor, PsutilMonitor, TraceMonitor
-from fedfit.devices.registry import DeviceHistory, Registry
+from fedfit.devices.registry import DeviceHistory, Registry, UpdateRecord
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
 from fedfit.devices.traces import DeviceTrace, generate_trace, thermal_of, with_consumption
 
@@ -24,6 +24,7 @@ __all__ = [
     "TierBehaviour",
     "TraceMonitor",
     "TraceParams",
+    "UpdateRecord",
     "generate_trace",
     "load_csv_trace",
     "parse_csv_trace",

@@ -1,6 +1,11 @@
 """The server's book of devices: profiles, last reported states and task history.
 
-Plain bookkeeping in dictionaries; no clocks, no I/O. Virtual times are passed in.
+Plain bookkeeping in dictionaries; no clocks, no I/O. Virtual times are passed in. The
+orchestration loops keep one: devices are enrolled with their profiles, report their state
+when they check in, and every finished task is recorded (:meth:`Registry.record_task`);
+compute-aware and Oort-guided selection read readiness and feedback from it. It is the one
+mutable piece of server state besides the fleet's tasks in flight; :meth:`Registry.entries`
+and :meth:`Registry.restore` move it in and out of a checkpoint as frozen values.
 
 >>> from fedfit.devices.catalogue import tier
 >>> registry = Registry()
@@ -17,7 +22,24 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fedfit.types import DeviceProfile, DeviceState
+from fedfit.types import DeviceProfile, DeviceState, Failure, TaskResult
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateRecord:
+    """What a device's latest update reported (Oort's feedback, Lai et al. 2021).
+
+    Attributes:
+        round: the model version the task started from.
+        duration_s: virtual duration of the task, dispatch to arrival (its measured speed).
+        samples_processed: samples it passed through forward/backward.
+        train_loss: its mean training loss.
+    """
+
+    round: int
+    duration_s: float
+    samples_processed: int
+    train_loss: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +56,7 @@ class DeviceHistory:
             batching); ``None`` until one is set.
         last_batch: ``(micro_batch, accumulation_steps)`` the device last reported using;
             ``None`` before any report. Effective batch = their product.
+        last_update: what its latest update reported; ``None`` before any update.
     """
 
     tasks: int = 0
@@ -43,6 +66,26 @@ class DeviceHistory:
     last_round: int | None = None
     suggested_batch: int | None = None
     last_batch: tuple[int, int] | None = None
+    last_update: UpdateRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryEntry:
+    """One enrolled device as a checkpoint holds it.
+
+    Attributes:
+        device_id: its id.
+        profile: its static profile.
+        state: its latest reported state (``None``: never reported).
+        state_at_s: virtual time of that report.
+        history: what it has done so far.
+    """
+
+    device_id: int
+    profile: DeviceProfile
+    state: DeviceState | None
+    state_at_s: float | None
+    history: DeviceHistory
 
 
 @dataclass(slots=True)
@@ -70,6 +113,14 @@ class Registry:
             return self._entries[device_id]
         except KeyError:
             raise KeyError(f"unknown device {device_id!r}") from None
+
+    def entries(self) -> tuple[RegistryEntry, ...]:
+        """Every device's entry, in enrolment order (for a checkpoint)."""
+        return tuple(RegistryEntry(d, e.profile, e.state, e.state_at_s, e.history) for d, e in self._entries.items())
+
+    def restore(self, entries: tuple[RegistryEntry, ...]) -> None:
+        """Replace every entry with ``entries`` (from :meth:`entries`)."""
+        self._entries = {e.device_id: _Entry(e.profile, e.state, e.state_at_s, e.history) for e in entries}
 
     def add(self, device_id: int, profile: DeviceProfile) -> None:
         """Enrol a device.
@@ -102,6 +153,17 @@ class Registry:
         """The latest reported state; ``None`` if the device never reported."""
         return self._entry(device_id).state
 
+    def reported_state(self, device_id: int) -> DeviceState:
+        """The latest reported state.
+
+        Raises:
+            LookupError: the device never reported (``KeyError`` for an unknown id).
+        """
+        state = self._entry(device_id).state
+        if state is None:
+            raise LookupError(f"device {device_id} has not reported a state")
+        return state
+
     def last_report_s(self, device_id: int) -> float | None:
         """Virtual time of the latest report; ``None`` if the device never reported."""
         return self._entry(device_id).state_at_s
@@ -132,6 +194,20 @@ class Registry:
         entry.history = dataclasses.replace(
             h, tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
             last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round))
+
+    def record_task(self, result: TaskResult) -> None:
+        """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
+        batch it used (:meth:`record_batch`) and what it reported (``last_update``)."""
+        device, outcome = result.plan.device_id, result.outcome
+        cause = outcome.cause if isinstance(outcome, Failure) else None
+        duration_s = result.finish_s - result.start_s
+        self.record_result(device, ok=cause is None, cause=cause, duration_s=duration_s, round=result.plan.round)
+        if isinstance(outcome, Failure):
+            return
+        self.record_batch(device, outcome.micro_batch, outcome.accumulation_steps)
+        entry = self._entry(device)
+        entry.history = dataclasses.replace(entry.history, last_update=UpdateRecord(
+            outcome.round, duration_s, outcome.samples_processed, outcome.train_loss))
 
     def history(self, device_id: int) -> DeviceHistory:
         """A copy of the device's task history."""

@@ -12,8 +12,10 @@ server version and one :class:`~fedfit.types.RoundReport`.
 
 The loop's state is an explicit value (:class:`AsyncState`): ``run(state)`` yields after each
 application with the new state, and ``run`` on a yielded state continues exactly where an
-unbroken run would be, given the fleet in the state it had then (it holds the tasks still in
-flight; :mod:`fedfit.simulation.checkpoint` saves both to disk for a resume in a new process).
+unbroken run would be, given the fleet and the :class:`~fedfit.devices.Registry` in the states
+they had then (the fleet holds the tasks still in flight, the registry the devices' reported
+states and history, Oort's feedback among it); :mod:`fedfit.simulation.checkpoint` saves all
+three to disk for a resume in a new process.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from fedfit.aggregation import AggregationRule, Arrival, aggregate
+from fedfit.devices.registry import Registry
 from fedfit.errors import UpdateRejected
-from fedfit.orchestration.cohort import Cohort, feedback_of
+from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.sync import Evaluator, RoundOutcome
@@ -67,7 +70,6 @@ class AsyncState:
         buffer: arrivals waiting for the next application.
         draws: selection draws so far (fixes the next draw with the seed).
         retry_at_s: device → earliest virtual time of its next invitation.
-        feedback: Oort feedback (statistical utility, round) per device.
         started: device → the version its latest task started from.
         wall_s: wall-clock seconds spent so far (reported, never decides anything).
     """
@@ -78,19 +80,24 @@ class AsyncState:
     buffer: tuple[Arrival, ...] = ()
     draws: int = 0
     retry_at_s: dict[int, float] = field(default_factory=dict)
-    feedback: dict[int, tuple[float, int]] = field(default_factory=dict)
     started: dict[int, int] = field(default_factory=dict)
     wall_s: float = 0.0
 
 
 class AsyncOrchestrator:
-    """Runs buffered asynchronous aggregation; iterate :meth:`run`."""
+    """Runs buffered asynchronous aggregation; iterate :meth:`run`.
+
+    ``registry`` (default: the fleet's devices enrolled) receives each invited device's state
+    and every finished task; the cohort selects from it.
+    """
 
     def __init__(self, *, fleet: Fleet, cohort: Cohort, rule: AggregationRule, evaluator: Evaluator,
-                 config: AsyncConfig, seed: int, submodels: Exchange | None = None) -> None:
+                 config: AsyncConfig, seed: int, submodels: Exchange | None = None,
+                 registry: Registry | None = None) -> None:
         self.fleet, self.cohort, self.rule = fleet, cohort, rule
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.submodels: Exchange = submodels or FullModelExchange()
+        self.registry = registry if registry is not None else enrol(fleet)
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.aggregations`` versions from ``params`` (the sync loop's interface)."""
@@ -130,8 +137,9 @@ class AsyncOrchestrator:
                 and state.started.get(d, -1) < state.version]
         if want <= 0 or not idle:
             return state
-        plans = self.cohort.invite(self.fleet, idle, want, now_s=state.now_s, round_=state.version,
-                                   seed=self.seed, draw=state.draws, feedback=state.feedback)
+        check_in(self.registry, self.fleet, idle, state.now_s)
+        plans = self.cohort.invite(self.registry, idle, want, round_=state.version, seed=self.seed,
+                                   draw=state.draws)
         for plan in plans:
             self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), state.now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
@@ -140,6 +148,7 @@ class AsyncOrchestrator:
 
     def _receive(self, state: AsyncState, result: TaskResult, tally: RoundTally) -> AsyncState:
         state = dataclasses.replace(state, now_s=max(state.now_s, result.finish_s))
+        self.registry.record_task(result)
         tally.count_result(result)
         device = result.plan.device_id
         if isinstance(result.outcome, Failure):
@@ -157,8 +166,7 @@ class AsyncOrchestrator:
             tally.count_rejected(result.tier)
             return state
         arrival = Arrival(result.outcome, staleness, full, masks)
-        return dataclasses.replace(state, buffer=(*state.buffer, arrival),
-                                   feedback={**state.feedback, device: feedback_of(result.outcome)})
+        return dataclasses.replace(state, buffer=(*state.buffer, arrival))
 
     def _apply(self, state: AsyncState) -> AsyncState:
         params = aggregate(state.params, state.buffer, self.rule)

@@ -1,6 +1,12 @@
-"""Inviting a cohort: readiness of the candidates, a selector's choice, and their plans.
+"""Inviting a cohort from the registry: readiness of the candidates, a selector's choice, and their plans.
 
-Shared by the synchronous and asynchronous loops. The selector sees only
+Shared by the synchronous and asynchronous loops. The loops keep a
+:class:`~fedfit.devices.Registry`: every device is enrolled with its profile (:func:`enrol`),
+reports its state when it checks in (:func:`check_in`: in simulation, when it could be
+invited, as its monitor would report it; a network fleet feeds the same registry from its
+devices' reports) and has every finished task recorded. The cohort reads only the registry:
+the last reported state for readiness, the history (the last update's loss, round and
+measured duration) for Oort's feedback. The selector sees only
 :class:`~fedfit.policy.readiness.Readiness` values, so any readiness source (the cost-model
 prediction here, a batch policy's affordable batch, a network fleet's report) plugs in.
 """
@@ -8,21 +14,38 @@ prediction here, a batch policy's affordable batch, a network fleet's report) pl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from fedfit.cost.predictor import TaskPredictor
+from fedfit.devices.registry import DeviceHistory, Registry
 from fedfit.orchestration.contract import Fleet
 from fedfit.policy import Planner, Readiness, Selector, readiness
-from fedfit.types import DeviceProfile, DeviceState, TrainPlan, Update
-
-#: Oort feedback per device: (statistical utility, round of its last update).
-Feedback = Mapping[int, tuple[float, int]]
+from fedfit.policy.oort import statistical_utility
+from fedfit.types import DeviceProfile, DeviceState, TrainPlan
 
 
-def feedback_of(update: Update) -> tuple[float, int]:
-    """Oort's statistical utility of an update, |B|·loss, with the round it started from."""
-    return update.samples_processed * update.train_loss, update.round
+def enrol(fleet: Fleet) -> Registry:
+    """A registry with every device of ``fleet`` enrolled by its profile (no state reported yet)."""
+    registry = Registry()
+    for device in fleet.device_ids():
+        registry.add(device, fleet.profile(device))
+    return registry
+
+
+def check_in(registry: Registry, fleet: Fleet, devices: Iterable[int], now_s: float) -> None:
+    """Each of ``devices`` reports its state at virtual time ``now_s`` to ``registry``."""
+    for device in devices:
+        registry.report_state(device, fleet.snapshot(device, now_s), now_s)
+
+
+def with_history(r: Readiness, history: DeviceHistory) -> Readiness:
+    """``r`` with Oort's feedback from the device's last update (unchanged if it never sent one)."""
+    last = history.last_update
+    if last is None:
+        return r
+    return dataclasses.replace(r, statistical_utility=statistical_utility(last.samples_processed, last.train_loss),
+                               last_round=last.round, measured_duration_s=last.duration_s)
 
 
 @dataclass(frozen=True)
@@ -33,39 +56,42 @@ class Cohort:
         planner: writes each candidate's plan (its batch feeds readiness).
         selector: picks devices from readiness values.
         predictor: predicts task cost and affordable batch.
-        batch_readiness: the batch a device reports it can afford now, from its own batch policy
-            (the dynamic-batching planner: 0 when it would decline); ``None``: the predictor's
-            memory-bound batch.
+        batch_readiness: the batch a device reports it can afford now for the sub-model at its
+            plan's width, from its own batch policy (the dynamic-batching planner: 0 when it
+            would decline); ``None``: the predictor's memory-bound batch.
     """
 
     planner: Planner
     selector: Selector
     predictor: TaskPredictor
-    batch_readiness: Callable[[DeviceProfile, DeviceState], int] | None = None
+    batch_readiness: Callable[[DeviceProfile, DeviceState, float], int] | None = None
 
-    def invite(self, fleet: Fleet, candidates: Sequence[int], size: int, *, now_s: float, round_: int,
-               seed: int, draw: int, feedback: Feedback | None = None) -> list[TrainPlan]:
+    def invite(self, registry: Registry, candidates: Sequence[int], size: int, *, round_: int, seed: int,
+               draw: int) -> list[TrainPlan]:
         """Plans of up to ``size`` devices chosen from ``candidates``.
 
         Args:
-            fleet: where profiles and reported states come from.
+            registry: profiles, last reported states and histories; a candidate that never
+                reported a state is skipped.
             candidates: idle devices that may be invited.
             size: devices wanted.
-            now_s: virtual time of the invitation.
-            round_: model version the plans start from.
+            round_: model version the plans start from (Oort's current round).
             seed: experiment seed.
             draw: selection counter; with ``seed`` it fixes the draw (the round in sync mode).
-            feedback: Oort's per-device statistical utility and last round.
         """
         plans: dict[int, TrainPlan] = {}
         ready: list[Readiness] = []
         for device in sorted(candidates):
-            profile, state = fleet.profile(device), fleet.snapshot(device, now_s)
+            state = registry.last_state(device)
+            if state is None:
+                continue
+            profile = registry.profile(device)
             plans[device] = self.planner.plan(device, round_, profile, state)
-            r = readiness(plans[device], profile, state, self.predictor)
-            if self.batch_readiness is not None:
-                r = dataclasses.replace(r, affordable_batch=self.batch_readiness(profile, state))
-            if feedback and device in feedback:
-                r = dataclasses.replace(r, statistical_utility=feedback[device][0], last_round=feedback[device][1])
-            ready.append(r)
-        return [plans[d] for d in self.selector.select(ready, size, seed=seed, round_=draw)]
+            ready.append(with_history(self._readiness(plans[device], profile, state), registry.history(device)))
+        return [plans[d] for d in self.selector.select(ready, size, seed=seed, draw=draw, version=round_)]
+
+    def _readiness(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> Readiness:
+        r = readiness(plan, profile, state, self.predictor)
+        if self.batch_readiness is None:
+            return r
+        return dataclasses.replace(r, affordable_batch=self.batch_readiness(profile, state, plan.width))

@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
+from fedfit.devices.registry import Registry
 from fedfit.errors import UpdateRejected
-from fedfit.orchestration.cohort import Cohort, feedback_of
+from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
@@ -63,20 +64,19 @@ class SyncConfig:
 
 @dataclass(frozen=True)
 class SyncState:
-    """Everything the server holds between rounds (stale-mode stragglers live in the fleet).
+    """The server's state between rounds (stale-mode stragglers live in the fleet, device history
+    in the registry).
 
     Attributes:
         params: the current global model.
         round: the next round to run.
         now_s: virtual time the next round starts.
-        feedback: Oort feedback (statistical utility, round) per device.
         wall_s: wall-clock seconds spent so far (reported, never decides anything).
     """
 
     params: Params
     round: int = 0
     now_s: float = 0.0
-    feedback: dict[int, tuple[float, int]] = field(default_factory=dict)
     wall_s: float = 0.0
 
 
@@ -94,15 +94,20 @@ class SyncOrchestrator:
 
     With ``submodels``, each device is sent only its plan's sub-model and its update is folded
     back at the coordinates it held (width-aware aggregation); without, the whole model.
+    ``registry`` (default: the fleet's devices enrolled) receives the idle devices' states at
+    each round's start and every finished task (stragglers cancelled at the deadline as
+    ``deadline`` failures); plans and the cohort's selection read it.
     """
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
                  config: SyncConfig, seed: int, cohort: Cohort | None = None,
-                 rule: AggregationRule | None = None, submodels: Exchange | None = None) -> None:
+                 rule: AggregationRule | None = None, submodels: Exchange | None = None,
+                 registry: Registry | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
+        self.registry = registry if registry is not None else enrol(fleet)
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
@@ -125,28 +130,27 @@ class SyncOrchestrator:
         for r in range(state.round, last + 1):
             tally = RoundTally()
             results, end_s = self._run_round(r, state, tally)
-            params, feedback = self._aggregate(r, state, results, tally)
+            params = self._aggregate(r, state.params, results, tally)
             acc, loss = self._maybe_evaluate(r, last, params)
             wall_s = time.perf_counter() - wall0
             report = tally.report(round_=r, virtual_time_s=end_s, wall_time_s=wall_s, accuracy=acc, loss=loss)
-            state = SyncState(params, round=r + 1, now_s=end_s, feedback=feedback, wall_s=wall_s)
+            state = SyncState(params, round=r + 1, now_s=end_s, wall_s=wall_s)
             yield RoundOutcome(report, tuple(results), params), state
 
     def _run_round(self, r: int, state: SyncState, tally: RoundTally) -> tuple[list[TaskResult], float]:
         k, now_s = self.config.clients_per_round, state.now_s
         invite = math.ceil(k * (1 + self.config.over_selection))
         idle = [d for d in self.fleet.device_ids() if not self.fleet.busy(d)]
-        for plan in self._plans(idle, invite, r, state):
+        for plan in self._plans(idle, invite, r, now_s):
             self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
         return self._collect(r, now_s, k, tally)
 
-    def _plans(self, idle: list[int], invite: int, r: int, state: SyncState) -> list[TrainPlan]:
-        now_s = state.now_s
+    def _plans(self, idle: list[int], invite: int, r: int, now_s: float) -> list[TrainPlan]:
+        check_in(self.registry, self.fleet, idle, now_s)
         if self.cohort is not None:
-            return self.cohort.invite(self.fleet, idle, invite, now_s=now_s, round_=r, seed=self.seed,
-                                      draw=r, feedback=state.feedback)
-        return [self.planner.plan(d, r, self.fleet.profile(d), self.fleet.snapshot(d, now_s))
+            return self.cohort.invite(self.registry, idle, invite, round_=r, seed=self.seed, draw=r)
+        return [self.planner.plan(d, r, self.registry.profile(d), self.registry.reported_state(d))
                 for d in uniform_cohort(idle, invite, seed=self.seed, round_=r)]
 
     def _collect(self, r: int, now_s: float, k: int, tally: RoundTally) -> tuple[list[TaskResult], float]:
@@ -156,6 +160,7 @@ class SyncOrchestrator:
         while successes < k and (t := self.fleet.peek_time()) is not None and t <= deadline:
             result = self.fleet.next_result()
             assert result is not None
+            self.registry.record_task(result)
             results.append(result)
             tally.count_result(result)
             end_s = max(end_s, result.finish_s)
@@ -171,12 +176,13 @@ class SyncOrchestrator:
             for plan in self.fleet.cancel_pending():
                 if successes < k:  # still waiting when the deadline struck: a straggler
                     tally.count_failure(self.fleet.profile(plan.device_id).tier, FailureCause.DEADLINE)
+                    self.registry.record_result(plan.device_id, ok=False, cause=FailureCause.DEADLINE,
+                                                duration_s=deadline - now_s, round=plan.round)
                     end_s = deadline
         return results, end_s if end_s > now_s else now_s + self.config.idle_wait_s
 
-    def _aggregate(self, r: int, state: SyncState, results: list[TaskResult],
-                   tally: RoundTally) -> tuple[Params, dict[int, tuple[float, int]]]:
-        arrivals, params, feedback = [], state.params, dict(state.feedback)
+    def _aggregate(self, r: int, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
+        arrivals = []
         for res in results:
             if not isinstance(res.outcome, Update):
                 continue
@@ -191,8 +197,7 @@ class SyncOrchestrator:
                 tally.count_rejected(res.tier)
                 continue
             arrivals.append(Arrival(res.outcome, staleness, full, masks))
-            feedback[res.plan.device_id] = feedback_of(res.outcome)
-        return aggregate(params, arrivals, self.rule), feedback
+        return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:
         if (r + 1) % self.config.eval_every and r != last:

@@ -9,12 +9,17 @@ policy :func:`~fedfit.policy.batching.decide_batch`:
   local epoch from its own monitor's state: it lowers (or raises) the micro-batch, or pauses;
 * :meth:`~DynamicBatchPlanner.readiness` answers the server's readiness query — the
   micro-batch the device can afford now (0 when it would decline).
+
+Every decision is taken for the sub-model the device trains: the device adapts, and answers
+the readiness query, at its plan's width (a 384 KiB sensor cannot hold one sample of the
+master but several of its quarter-width sub-model). The server's first suggestion is written
+before a width planner sets the width, so it is for the master.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fedfit.cost.memory import MemoryModel
@@ -29,7 +34,7 @@ class DynamicBatchPlanner:
 
     Args:
         rules: the policy's parameters.
-        cost: the measured model (at the width the plans train).
+        costs: the measured model at a width relative to the master (``costs(width)``).
         memory: the memory model.
         num_examples: local training-set size of each device, by device id.
         local_epochs: local epochs of a device with nothing holding it back.
@@ -39,7 +44,7 @@ class DynamicBatchPlanner:
     """
 
     rules: BatchingRules
-    cost: ModelCost
+    costs: Callable[[float], ModelCost]
     memory: MemoryModel
     num_examples: Sequence[int]
     local_epochs: int = 1
@@ -47,14 +52,14 @@ class DynamicBatchPlanner:
     max_steps: int | None = None
     deadline_s: float | None = None
 
-    def decide(self, profile: DeviceProfile, state: DeviceState) -> BatchDecision:
-        """The policy's decision for a device in ``state``."""
-        return decide_batch(profile, state, self.cost, self.memory, self.rules)
+    def decide(self, profile: DeviceProfile, state: DeviceState, width: float = 1.0) -> BatchDecision:
+        """The policy's decision for a device in ``state`` training the sub-model at ``width``."""
+        return decide_batch(profile, state, self.costs(width), self.memory, self.rules)
 
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
         d = self.decide(profile, state)
         if d.declined:  # suggest the profile's batch; the device declines on its own
-            micro = max(1, initial_batch(profile, self.cost, self.memory, self.rules))
+            micro = max(1, initial_batch(profile, self.costs(1.0), self.memory, self.rules))
             return TrainPlan(device_id=device_id, round=round_, micro_batch=micro, local_epochs=self.local_epochs,
                              max_steps=self.max_steps, lr=self.lr, deadline_s=self.deadline_s, bound_by=d.bound_by)
         epochs = self.local_epochs * d.epochs_scale
@@ -72,13 +77,13 @@ class DynamicBatchPlanner:
 
     def adapt(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState, epoch: int) -> BatchDecision:
         """The device's own decision at the start of local epoch ``epoch`` (``plan`` is the
-        server's suggestion; the micro-batch follows the device's state now)."""
-        return self.decide(profile, state)
+        server's suggestion; the micro-batch follows the device's state now, at the plan's width)."""
+        return self.decide(profile, state, plan.width)
 
-    def readiness(self, profile: DeviceProfile, state: DeviceState) -> int:
-        """The micro-batch the device can afford now; 0 when it would decline or cannot be
-        reached (an offline device does not answer the query)."""
+    def readiness(self, profile: DeviceProfile, state: DeviceState, width: float = 1.0) -> int:
+        """The micro-batch the device can afford now for the sub-model at ``width``; 0 when it
+        would decline or cannot be reached (an offline device does not answer the query)."""
         if not state.online:
             return 0
-        d = self.decide(profile, state)
+        d = self.decide(profile, state, width)
         return 0 if d.declined else d.micro_batch

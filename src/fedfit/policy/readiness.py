@@ -30,7 +30,9 @@ class Readiness:
         thermal: coarse thermal state.
         online: reachable and willing.
         statistical_utility: Oort's statistical utility from its last update; ``None``: never trained.
-        last_round: last round it returned an update; ``None``: never.
+        last_round: model version its last update started from; ``None``: never.
+        measured_duration_s: virtual duration of its last update's task, from the registry's
+            history; ``None``: never returned one.
     """
 
     device_id: int
@@ -44,6 +46,7 @@ class Readiness:
     online: bool
     statistical_utility: float | None = None
     last_round: int | None = None
+    measured_duration_s: float | None = None
 
 
 def readiness(plan: TrainPlan, profile: DeviceProfile, state: DeviceState, predictor: TaskPredictor) -> Readiness:

@@ -1,6 +1,11 @@
 """Cohort selection. Uniform random selection derives its draw from (seed, round) only, so a
 resumed run picks the same cohort as an unbroken one (as FedJAX's client samplers do).
 
+Selectors draw from (seed, draw): the draw number is the round in synchronous mode and the
+count of invitations so far in asynchronous mode, where the server invites many times per
+model version. Terms that count rounds (Oort's staleness bonus) use ``version``, the model
+version the invited devices will start from.
+
 Selectors take :class:`~fedfit.policy.readiness.Readiness` values and compose: a
 :class:`DeferringSelector` filters, then an inner selector (uniform, stratified across tiers,
 or Oort-guided) draws.
@@ -36,10 +41,18 @@ def uniform_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: i
 
 
 class Selector(Protocol):
-    """Chooses a cohort from readiness values; deterministic from (seed, round)."""
+    """Chooses a cohort from readiness values; deterministic from (seed, draw)."""
 
-    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
-        """Up to ``size`` device ids from ``ready``."""
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, draw: int, version: int) -> list[int]:
+        """Up to ``size`` device ids from ``ready``.
+
+        Args:
+            ready: the candidates' readiness.
+            size: devices wanted.
+            seed: experiment seed.
+            draw: selection counter; with ``seed`` it fixes the draw.
+            version: model version the chosen devices start from (Oort's current round R).
+        """
         ...
 
 
@@ -47,8 +60,8 @@ class Selector(Protocol):
 class UniformSelector:
     """Uniform random selection (readiness ignored): the FedAvg baseline."""
 
-    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
-        return uniform_cohort([r.device_id for r in ready], size, seed=seed, round_=round_)
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, draw: int, version: int) -> list[int]:
+        return uniform_cohort([r.device_id for r in ready], size, seed=seed, round_=draw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +72,9 @@ class DeferringSelector:
     inner: Selector
     deferral: Deferral = Deferral()
 
-    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, draw: int, version: int) -> list[int]:
         eligible = [r for r in ready if not self.deferral.defers(r)]
-        return self.inner.select(eligible, size, seed=seed, round_=round_)
+        return self.inner.select(eligible, size, seed=seed, draw=draw, version=version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +89,10 @@ class ReadinessFirstSelector:
     inner: Selector
     low: int = 2
 
-    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, draw: int, version: int) -> list[int]:
         high = [r for r in ready if r.affordable_batch > self.low]
-        chosen = self.inner.select(high, size, seed=seed, round_=round_)
+        chosen = self.inner.select(high, size, seed=seed, draw=draw, version=version)
         if len(chosen) < size:
             rest = [r for r in ready if r.affordable_batch <= self.low]
-            chosen += self.inner.select(rest, size - len(chosen), seed=seed, round_=round_)
+            chosen += self.inner.select(rest, size - len(chosen), seed=seed, draw=draw, version=version)
         return chosen

@@ -1,7 +1,7 @@
 """Stratified selection across capability tiers.
 
 Each tier gets a share of the cohort proportional to its eligible devices (largest remainder,
-ties broken by tier name), drawn uniformly within the tier from (seed, round, tier), so weak
+ties broken by tier name), drawn uniformly within the tier from (seed, draw, tier), so weak
 tiers are represented in every round instead of by chance.
 """
 
@@ -50,15 +50,15 @@ def tier_quotas(counts: dict[str, int], size: int, rng: np.random.Generator | No
 class StratifiedSelector:
     """Proportional seats per tier, uniform within each tier."""
 
-    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, round_: int) -> list[int]:
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, draw: int, version: int) -> list[int]:
         groups: dict[str, list[int]] = {}
         for r in sorted(ready, key=lambda r: r.device_id):
             groups.setdefault(r.tier, []).append(r.device_id)
-        seats = np.random.default_rng([seed, round_, 0x5EA7])
+        seats = np.random.default_rng([seed, draw, 0x5EA7])
         quotas = tier_quotas({t: len(ids) for t, ids in groups.items()}, size, seats)
         chosen: list[int] = []
         for tier in sorted(groups):
-            rng = np.random.default_rng([seed, round_, zlib.crc32(tier.encode())])
+            rng = np.random.default_rng([seed, draw, zlib.crc32(tier.encode())])
             ids = groups[tier]
             chosen.extend(ids[i] for i in rng.choice(len(ids), size=quotas[tier], replace=False))
         return chosen

@@ -4,7 +4,8 @@ One file, ``checkpoint.safetensors`` in the run directory: its tensors (content-
 the model one version sends to fifty devices is stored once) and, in the file's metadata, the
 JSON of the rest (:mod:`fedfit.simulation.codec`). It holds the server's state (sync or async),
 the fleet's tasks in flight with their starting parameters and energy spent, the sub-model
-exchange's pending maps and channel statistics, elastic width's pools, the reports so far and
+exchange's pending maps and channel statistics, elastic width's pools, the registry (devices'
+reported states and task history, Oort's feedback among it), the reports so far and
 how many bytes the logs held. Data, traces and initial weights are rebuilt from the config and
 seed, so they are not stored.
 
@@ -25,6 +26,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from fedfit.aggregation import Arrival
+from fedfit.devices.registry import DeviceHistory, RegistryEntry, UpdateRecord
 from fedfit.errors import CheckpointError
 from fedfit.models.channel_stats import ChannelStats
 from fedfit.models.coordinates import AxisRef, CoordinateMap, WidthGroup
@@ -35,7 +37,8 @@ from fedfit.simulation.codec import Codec
 from fedfit.simulation.fleet import FleetState, PendingTask
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import (
-    BatchRule, Failure, FailureCause, RoundReport, TaskCost, TaskResult, Techniques, TrainPlan, Update,
+    BatchRule, DeviceProfile, DeviceState, Failure, FailureCause, Link, RoundReport, TaskCost, TaskResult,
+    Techniques, Thermal, TrainPlan, UtilisationCurve, Update,
 )
 
 FILENAME = "checkpoint.safetensors"
@@ -51,6 +54,7 @@ class Checkpoint:
         fleet: the simulated fleet's state (tasks in flight, energy spent).
         exchange: the sub-model exchange's state.
         width_pools: elastic width's per-round pools of capability widths.
+        registry: the server's registry (reported states, task history, Oort's feedback).
         reports: every round's report so far.
         log_bytes: sizes of ``metrics.jsonl`` and ``events.jsonl`` when it was taken.
     """
@@ -60,6 +64,7 @@ class Checkpoint:
     fleet: FleetState
     exchange: ExchangeState | None
     width_pools: dict[int, list[float]]
+    registry: tuple[RegistryEntry, ...]
     reports: tuple[RoundReport, ...]
     log_bytes: tuple[int, int]
 
@@ -72,7 +77,8 @@ class Checkpoint:
 _CODEC = Codec([
     Checkpoint, SyncState, AsyncState, FleetState, PendingTask, TrainTask, ExchangeState, ChannelStats,
     CoordinateMap, WidthGroup, AxisRef, Arrival, TaskResult, TrainPlan, Techniques, BatchRule, Update, Failure,
-    FailureCause, TaskCost, RoundReport,
+    FailureCause, TaskCost, RoundReport, RegistryEntry, DeviceProfile, UtilisationCurve, Link, DeviceState, Thermal,
+    DeviceHistory, UpdateRecord,
 ])
 
 
