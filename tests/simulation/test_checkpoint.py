@@ -75,10 +75,11 @@ def test_missing_or_damaged_checkpoint_is_one_clear_error(tmp_path: Path) -> Non
         checkpoint.load(tmp_path)
 
 
-def test_config_digest_ignores_round_count_and_output_only() -> None:
+def test_config_digest_ignores_round_count_executor_and_output_only() -> None:
     raw = {"data": {"dataset": "digits"}, "orchestration": {"rounds": 3}}
     base = config_digest(parse_config(raw).model_dump(mode="json"))
-    longer = parse_config({**raw, "orchestration": {"rounds": 9}, "output": {"dir": "elsewhere"}, "name": "x"})
+    longer = parse_config({**raw, "orchestration": {"rounds": 9}, "output": {"dir": "elsewhere"}, "name": "x",
+                           "simulation": {"executor": "process", "workers": 4}})
     other_seed = parse_config({**raw, "seed": 1})
     assert config_digest(longer.model_dump(mode="json")) == base
     assert config_digest(other_seed.model_dump(mode="json")) != base
