@@ -23,7 +23,7 @@ from fedfit.config import ExperimentConfig, default_scenario, load_config, with_
 from fedfit.devices import TIERS
 from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
-from fedfit.runner import OnRound, RunResult, resume, run
+from fedfit.runner import OnRound, RunResult, resumable, resume, run
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import plot_accuracy
@@ -105,11 +105,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     run_dir = Path(args.run_dir)
-    config = load_config(run_dir / "config.yaml")
-    if args.rounds is not None:
-        config = with_overrides(config, {"orchestration.rounds": args.rounds})
-    done = checkpoint.load(run_dir).rounds_done
-    console.print(f"resuming {run_dir} after round {done} of {config.orchestration.rounds}")
+    config, saved = resumable(run_dir, args.rounds)
+    console.print(f"resuming {run_dir} after round {saved.rounds_done} of {config.orchestration.rounds}")
+    done = saved.rounds_done
     try:
         result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
     except KeyboardInterrupt:

@@ -66,8 +66,18 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
             config's extends a finished run.
 
     Raises:
+        CheckpointError / ConfigError: as :func:`resumable`.
+    """
+    config, saved = resumable(run_dir, rounds)
+    return _drive(config, run_dir, on_round, saved)
+
+
+def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfig, Checkpoint]:
+    """The config a resume of ``run_dir`` would run, and the checkpoint it would start from.
+
+    Raises:
         CheckpointError: no usable checkpoint, or ``config.yaml`` no longer matches it.
-        ConfigError: the run already has ``rounds`` rounds.
+        ConfigError: ``config.yaml`` is missing or invalid, or the run already has ``rounds`` rounds.
     """
     config = load_config(run_dir / "config.yaml")
     if rounds is not None:
@@ -78,7 +88,7 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
     if saved.rounds_done >= config.orchestration.rounds:
         raise ConfigError(f"orchestration.rounds: the run already has {saved.rounds_done} rounds; "
                           "ask for more (fedfit resume --rounds N)")
-    return _drive(config, run_dir, on_round, saved)
+    return config, saved
 
 
 def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | None,
