@@ -23,6 +23,8 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 from fedfit.config import ExperimentConfig, load_config
 from fedfit.data import build_federated_data
 from fedfit.experiment import data_kwargs, fleet_profiles
@@ -32,6 +34,7 @@ from fedfit.report.tiers import (
     label_counts_by_tier,
     label_weighted_accuracy,
     label_weighted_standard_error,
+    noise_worst_gap,
 )
 from fedfit.runner import RunResult, run
 from fedfit.strategies import apply_strategy
@@ -66,6 +69,9 @@ def fairness(config: ExperimentConfig, result: RunResult) -> dict[str, Any]:
     out: dict[str, Any] = {"worst": worst, "n": samples[worst], "gap": local["fleet"] - local[worst],
                            "se": gap_standard_error(local[worst], samples[worst], local["fleet"], samples["fleet"]),
                            "tier_se": binomial_standard_error(local[worst], samples[worst])}
+    noise = noise_worst_gap({t: n for t, n in samples.items() if t != "fleet"}, local["fleet"],
+                            np.random.default_rng(config.seed))
+    out |= {"noise_gap": float(noise.mean()), "noise_over5": float((noise > 0.05).mean())}
     return out | _companion(config, result, data, tiers)
 
 
@@ -115,14 +121,17 @@ def _versus_sync32(runs: dict[str, dict[str, Any]], name: str) -> str:
 def _fair_row(label: str, s: dict[str, Any], f: dict[str, Any], vs32: str) -> str:
     return (f"{label:22} {_minutes(s['time_to_target_s']):>9} {vs32:>8} {s['final_accuracy']:6.3f}  "
             f"{TIER_SHORT.get(f['worst'], f['worst']):>5} {f['n']:4d} {f['gap'] * 100:5.1f} ± {f['se'] * 100:4.1f}  "
-            f"{TIER_SHORT.get(f['lw_worst'], f['lw_worst']):>5} {f['lw_gap'] * 100:5.1f} ± {f['lw_se'] * 100:3.1f}")
+            f"{TIER_SHORT.get(f['lw_worst'], f['lw_worst']):>5} {f['lw_gap'] * 100:5.1f} ± {f['lw_se'] * 100:3.1f}  "
+            f"{f['noise_gap'] * 100:5.1f} {f['noise_over5']:5.0%}")
 
 
 def _print_seeds(per_seed: dict[int, dict[str, dict[str, Any]]], fair: dict[int, dict[str, dict[str, Any]]]) -> None:
     print("\nworst-tier gap (points, fleet − worst tier on local test data) ± its binomial standard error;")
-    print("label-weighted companion: global-test per-class accuracy under each tier's label mix")
+    print("label-weighted companion (lw): global-test per-class accuracy under each tier's label mix;")
+    print("noise: mean worst-tier gap of a model equally accurate on every tier (binomial noise on these")
+    print("local test sets alone), P>5: how often that noise alone exceeds 5 points")
     print(f"{'seed / strategy':22} {'to target':>9} {'vs s32':>8} {'final':>6}  {'worst':>5} {'n':>4} "
-          f"{'gap ± se':>12}  {'lw':>5} {'lw gap ± se':>11}")
+          f"{'gap ± se':>12}  {'lw':>5} {'lw gap ± se':>11}  {'noise':>5} {'P>5':>5}")
     for seed, runs in per_seed.items():
         for name, s in runs.items():
             print(_fair_row(f"{seed} {name}", s, fair[seed][name], _versus_sync32(runs, name)))
@@ -141,7 +150,8 @@ def _print_mean(name: str, runs: list[dict[str, Any]], fair: list[dict[str, Any]
     print(f"mean {name}: to target {mean_time}; final {statistics.mean(s['final_accuracy'] for s in runs):.3f}; "
           f"gap {statistics.mean(gaps) * 100:.1f} ± {noise * 100:.1f} (measurement se of the mean; "
           f"seed-to-seed sd {spread * 100:.1f}); worst gap {max(gaps) * 100:.1f}; "
-          f"label-weighted gap {statistics.mean(lw) * 100:.1f} (max {max(lw) * 100:.1f})")
+          f"label-weighted gap {statistics.mean(lw) * 100:.1f} (max {max(lw) * 100:.1f}); "
+          f"noise-only gap {statistics.mean(f['noise_gap'] for f in fair) * 100:.1f}")
 
 
 def main() -> None:
