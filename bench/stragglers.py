@@ -6,18 +6,39 @@ runs are ``fedfit compare examples/stragglers.yaml --strategy NAME ...``). Print
 the target accuracy, speed-up over the synchronous baselines, final accuracy, participation per
 tier (updates / invitations) and each tier's accuracy on its own devices' local test data.
 
+With ``--seeds`` every strategy runs once per seed, and a fairness table follows: per seed and
+strategy the worst tier, its local test samples, the worst-tier gap with its binomial standard
+error, and a lower-noise companion (each tier's label mix applied to the global test set's
+per-class accuracy), then the mean over the seeds.
+
     .venv/bin/python bench/stragglers.py [--config examples/stragglers.yaml] [--strategy NAME ...]
+    .venv/bin/python bench/stragglers.py --seeds 0 1 2 3 --strategies sync-fixed32 full-stack
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import time
 from typing import Any
 
-from fedfit.config import load_config
-from fedfit.runner import run
+import numpy as np
+
+from fedfit.config import ExperimentConfig, load_config
+from fedfit.data import build_federated_data
+from fedfit.experiment import data_kwargs, fleet_profiles
+from fedfit.report.tiers import (
+    binomial_standard_error,
+    gap_standard_error,
+    label_counts_by_tier,
+    label_weighted_accuracy,
+    label_weighted_standard_error,
+    noise_worst_gap,
+)
+from fedfit.runner import RunResult, run
 from fedfit.strategies import apply_strategy
+from fedfit.training import evaluate
 
 DEFAULT = ("sync-fixed32", "sync-all", "sync-deadline", "sync-oort", "fedbuff", "fedasync", "hetero-fedavg", "fednova",
            "async-selection", "full-stack")
@@ -37,20 +58,42 @@ def _tiers(values: dict[str, Any], fmt: str) -> str:
     return " ".join(f"{TIER_SHORT.get(t, t)} {format(v, fmt)}" for t, v in values.items())
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="examples/stragglers.yaml")
-    p.add_argument("--strategy", action="append", help="strategy names (default: all ten)")
-    args = p.parse_args()
-    base = load_config(args.config)
-    summaries: dict[str, dict[str, Any]] = {}
-    for name in args.strategy or DEFAULT:
-        t0 = time.perf_counter()
-        summaries[name] = run(apply_strategy(base, name)).summary
-        print(f"[{name}: {time.perf_counter() - t0:.0f} s wall]", flush=True)
+def fairness(config: ExperimentConfig, result: RunResult) -> dict[str, Any]:
+    """Worst-tier gap with its standard error, and the label-weighted companion gap."""
+    data = build_federated_data(**data_kwargs(config))
+    tiers = [p.tier for p in fleet_profiles(config)]
+    local = result.summary["local_accuracy_by_tier"]
+    samples = {t: sum(len(d) for d, x in zip(data.test, tiers, strict=True) if x == t) for t in local}
+    samples["fleet"] = sum(len(d) for d in data.test)
+    worst = min((t for t in local if t != "fleet"), key=lambda t: local[t])
+    out: dict[str, Any] = {"worst": worst, "n": samples[worst], "gap": local["fleet"] - local[worst],
+                           "se": gap_standard_error(local[worst], samples[worst], local["fleet"], samples["fleet"]),
+                           "tier_se": binomial_standard_error(local[worst], samples[worst])}
+    noise = noise_worst_gap({t: n for t, n in samples.items() if t != "fleet"}, local["fleet"],
+                            np.random.default_rng(config.seed))
+    out |= {"noise_gap": float(noise.mean()), "noise_over5": float((noise > 0.05).mean())}
+    return out | _companion(config, result, data, tiers)
+
+
+def _companion(config: ExperimentConfig, result: RunResult, data: Any, tiers: list[str]) -> dict[str, Any]:
+    """Each tier's label mix (its training data) applied to the global test set's per-class accuracy."""
+    assert result.spec is not None
+    model, test, classes = result.spec.build(1.0), data.global_test, range(data.num_classes)
+    per_class = [evaluate(model, result.params, test.x[test.y == c], test.y[test.y == c])[0] for c in classes]
+    class_n = [int((test.y == c).sum()) for c in classes]
+    mixes = label_counts_by_tier(tiers, data.train, data.num_classes)
+    fleet_mix = [sum(m[c] for m in mixes.values()) for c in classes]
+    fleet = label_weighted_accuracy(per_class, fleet_mix)
+    by_tier = {t: label_weighted_accuracy(per_class, m) for t, m in mixes.items()}
+    worst = min(by_tier, key=lambda t: by_tier[t])
+    return {"lw_by_tier": by_tier, "lw_worst": worst, "lw_gap": max(0.0, fleet - by_tier[worst]),
+            "lw_se": label_weighted_standard_error(per_class, class_n, mixes[worst])}
+
+
+def _print_single(summaries: dict[str, dict[str, Any]], target: float) -> None:
     ref32 = summaries.get("sync-fixed32", {}).get("time_to_target_s")
     ref8 = summaries.get("sync-all", {}).get("time_to_target_s")
-    print(f"\ntarget accuracy {base.evaluation.target_accuracy:.2f}; times on the virtual clock in minutes")
+    print(f"\ntarget accuracy {target:.2f}; times on the virtual clock in minutes")
     print(f"{'strategy':14} {'to target':>9} {'vs sync32':>9} {'vs sync8':>8} {'final':>6} {'gap':>5}  virtual")
     for name, s in summaries.items():
         gap = s["worst_tier_gap"]
@@ -63,6 +106,76 @@ def main() -> None:
     print("\naccuracy of the final model on each tier's own devices' local test data")
     for name, s in summaries.items():
         print(f"{name:14} {_tiers(s['local_accuracy_by_tier'], '.3f')}")
+
+
+def _versus_sync32(runs: dict[str, dict[str, Any]], name: str) -> str:
+    """Speed-up over sync-fixed32; ``≥x`` (its whole run over ours) when sync-fixed32 never got there."""
+    ref, mine = runs.get("sync-fixed32"), runs[name]["time_to_target_s"]
+    if ref is None or mine is None:
+        return "—"
+    if ref["time_to_target_s"] is None:
+        return f"≥{ref['virtual_time_s'] / mine:.0f}×"
+    return f"{ref['time_to_target_s'] / mine:.1f}×"
+
+
+def _fair_row(label: str, s: dict[str, Any], f: dict[str, Any], vs32: str) -> str:
+    return (f"{label:22} {_minutes(s['time_to_target_s']):>9} {vs32:>8} {s['final_accuracy']:6.3f}  "
+            f"{TIER_SHORT.get(f['worst'], f['worst']):>5} {f['n']:4d} {f['gap'] * 100:5.1f} ± {f['se'] * 100:4.1f}  "
+            f"{TIER_SHORT.get(f['lw_worst'], f['lw_worst']):>5} {f['lw_gap'] * 100:5.1f} ± {f['lw_se'] * 100:3.1f}  "
+            f"{f['noise_gap'] * 100:5.1f} {f['noise_over5']:5.0%}")
+
+
+def _print_seeds(per_seed: dict[int, dict[str, dict[str, Any]]], fair: dict[int, dict[str, dict[str, Any]]]) -> None:
+    print("\nworst-tier gap (points, fleet − worst tier on local test data) ± its binomial standard error;")
+    print("label-weighted companion (lw): global-test per-class accuracy under each tier's label mix;")
+    print("noise: mean worst-tier gap of a model equally accurate on every tier (binomial noise on these")
+    print("local test sets alone), P>5: how often that noise alone exceeds 5 points")
+    print(f"{'seed / strategy':22} {'to target':>9} {'vs s32':>8} {'final':>6}  {'worst':>5} {'n':>4} "
+          f"{'gap ± se':>12}  {'lw':>5} {'lw gap ± se':>11}  {'noise':>5} {'P>5':>5}")
+    for seed, runs in per_seed.items():
+        for name, s in runs.items():
+            print(_fair_row(f"{seed} {name}", s, fair[seed][name], _versus_sync32(runs, name)))
+    for name in next(iter(per_seed.values())):
+        _print_mean(name, [runs[name] for runs in per_seed.values()], [f[name] for f in fair.values()])
+
+
+def _print_mean(name: str, runs: list[dict[str, Any]], fair: list[dict[str, Any]]) -> None:
+    times = [s["time_to_target_s"] for s in runs]
+    reached = [t for t in times if t is not None]
+    gaps, lw = [f["gap"] for f in fair], [f["lw_gap"] for f in fair]
+    noise = math.sqrt(sum(f["se"] ** 2 for f in fair)) / len(fair)
+    spread = statistics.stdev(gaps) if len(gaps) > 1 else 0.0
+    mean_time = f"{statistics.mean(reached) / 60:.2f} min ({len(reached)}/{len(times)} reached)" if reached \
+        else f"never (0/{len(times)})"
+    print(f"mean {name}: to target {mean_time}; final {statistics.mean(s['final_accuracy'] for s in runs):.3f}; "
+          f"gap {statistics.mean(gaps) * 100:.1f} ± {noise * 100:.1f} (measurement se of the mean; "
+          f"seed-to-seed sd {spread * 100:.1f}); worst gap {max(gaps) * 100:.1f}; "
+          f"label-weighted gap {statistics.mean(lw) * 100:.1f} (max {max(lw) * 100:.1f}); "
+          f"noise-only gap {statistics.mean(f['noise_gap'] for f in fair) * 100:.1f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="examples/stragglers.yaml")
+    p.add_argument("--strategy", action="append", help="strategy names (default: all ten)")
+    p.add_argument("--strategies", nargs="+", help="strategy names (same as repeating --strategy)")
+    p.add_argument("--seeds", nargs="+", type=int, help="run each strategy once per seed (default: the config's)")
+    args = p.parse_args()
+    base = load_config(args.config)
+    names = (args.strategy or []) + (args.strategies or []) or list(DEFAULT)
+    per_seed: dict[int, dict[str, dict[str, Any]]] = {}
+    fair: dict[int, dict[str, dict[str, Any]]] = {}
+    for seed in args.seeds or [base.seed]:
+        config = base.model_copy(update={"seed": seed})
+        per_seed[seed], fair[seed] = {}, {}
+        for name in names:
+            t0, cfg = time.perf_counter(), apply_strategy(config, name)
+            result = run(cfg)
+            per_seed[seed][name], fair[seed][name] = result.summary, fairness(cfg, result)
+            print(f"[seed {seed} {name}: {time.perf_counter() - t0:.0f} s wall]", flush=True)
+        if not args.seeds:
+            _print_single(per_seed[seed], base.evaluation.target_accuracy)
+    _print_seeds(per_seed, fair)
 
 
 if __name__ == "__main__":

@@ -143,9 +143,11 @@ class StalenessConfig(_Section):
 
 
 class AggregationConfig(_Section):
-    """What wraps the one masked average: staleness discount, FedNova, server learning rate."""
+    """What wraps the one masked average: staleness discount, FedNova, server learning rate,
+    and q-FFL's fairness exponent (weights × training loss^q; 0: off)."""
 
     fednova: bool = False
+    fairness_q: Annotated[float, Field(ge=0)] = 0.0
     server_lr: Annotated[float, Field(gt=0)] = 1.0
     staleness: StalenessConfig = StalenessConfig()
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from fedfit.aggregation import AggregationRule, LocalSolver, StalenessDiscount, weighting
+from fedfit.aggregation import AggregationRule, LocalSolver, LossWeighted, StalenessDiscount, Weighting, weighting
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
@@ -250,8 +250,10 @@ def _cohort(config: ExperimentConfig, planner: Planner, predictor: TaskPredictor
 def _rule(config: ExperimentConfig) -> AggregationRule:
     a, t, st = config.aggregation, config.training, config.aggregation.staleness
     fedasync = config.orchestration.mode == "async" and config.asynchronous.algorithm == "fedasync"
+    base = weighting(config.orchestration.weighting)
+    weights: Weighting = LossWeighted(base, a.fairness_q) if a.fairness_q > 0 else base
     return AggregationRule(
-        weighting=weighting(config.orchestration.weighting),
+        weighting=weights,
         staleness=StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b),
         server_lr=config.asynchronous.mixing if fedasync else a.server_lr,
         fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)

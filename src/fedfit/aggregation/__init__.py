@@ -6,10 +6,10 @@ from fedfit.aggregation.rule import AggregationRule, Arrival, aggregate
 from fedfit.aggregation.server import server_scale, server_step
 from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
 from fedfit.aggregation.validate import validate_masks, validate_params
-from fedfit.aggregation.weighting import WEIGHTINGS, Weighting, weighting
+from fedfit.aggregation.weighting import WEIGHTINGS, LossWeighted, Weighting, weighting
 
 __all__ = [
-    "WEIGHTINGS", "AggregationRule", "Arrival", "Contribution", "LocalSolver", "StalenessDiscount",
+    "WEIGHTINGS", "AggregationRule", "Arrival", "Contribution", "LocalSolver", "LossWeighted", "StalenessDiscount",
     "StalenessFn", "Weighting", "aggregate", "effective_steps", "masked_weighted_average",
     "normalised_params", "normalising_length", "server_scale", "server_step", "validate_masks", "validate_params",
     "weighting",

@@ -11,11 +11,19 @@
 
 Staleness discounts (:mod:`fedfit.aggregation.staleness`) multiply these in
 :func:`fedfit.aggregation.rule.aggregate`.
+
+:class:`LossWeighted` raises any of them to a fairness-aware weight, w_i · F_i^q with F_i the
+update's training loss: q-FFL's reweighting (Li, Sanjabi, Beirami and Smith 2020, "Fair Resource
+Allocation in Federated Learning", ICLR), which gives devices the model serves badly more say.
+q = 0 is the base weighting. Unlike q-FedAvg, F_i is the mean loss over the local task (not the
+global model's loss before it) and the step is not rescaled by the Lipschitz estimate h_i.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fedfit.errors import ConfigError
 from fedfit.types import Update
@@ -36,3 +44,23 @@ def weighting(name: str) -> Weighting:
     if name not in WEIGHTINGS:
         raise ConfigError(f"aggregation.weighting: unknown '{name}' (known: {', '.join(WEIGHTINGS)})")
     return WEIGHTINGS[name]
+
+
+@dataclass(frozen=True, slots=True)
+class LossWeighted:
+    """``base`` weight times the update's training loss to the power ``q`` (q-FFL's F_i^q).
+
+    A non-finite or non-positive loss counts as 1 (the base weight), so a diverged task
+    neither dominates nor vanishes by this factor.
+
+    >>> LossWeighted(WEIGHTINGS["uniform"], 2.0)(Update(0, 0, {}, 1, 1, 1, 1, 1, 0.5))
+    0.25
+    """
+
+    base: Weighting
+    q: float
+
+    def __call__(self, update: Update) -> float:
+        loss = update.train_loss
+        factor = loss**self.q if math.isfinite(loss) and loss > 0 else 1.0
+        return self.base(update) * factor
