@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import run
 from fedfit.simulation import checkpoint
+from fedfit.simulation.checkpoint import config_digest
 
 pytestmark = pytest.mark.slow
 
@@ -126,3 +128,18 @@ def test_elastic_width_resumes_from_the_pools_in_the_checkpoint(tmp_path: Path) 
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert {e["width"] for e in events if e["round"] == 2} == {0.0625}
     assert {e["width"] for e in events if e["round"] < 2} != {0.0625}
+
+
+def test_a_config_written_before_a_key_existed_still_resumes(tmp_path: Path) -> None:
+    run(_config(SYNC_STALE), tmp_path)
+    path = tmp_path / "config.yaml"
+    raw = yaml.safe_load(path.read_text())
+    del raw["aggregation"]["fairness_q"]  # as an older fedfit, without this key, wrote it
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    saved = checkpoint.load(tmp_path)
+    checkpoint.save(tmp_path, dataclasses.replace(saved, config_digest=config_digest(raw)))
+
+    done = _cli("resume", str(tmp_path), "--rounds", "9")
+
+    assert done.returncode == 0, done.stderr
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 9

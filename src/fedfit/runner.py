@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError
 from fedfit.experiment import Experiment, built
@@ -79,12 +81,14 @@ def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfi
         CheckpointError: no usable checkpoint, or ``config.yaml`` no longer matches it.
         ConfigError: ``config.yaml`` is missing or invalid, or the run already has ``rounds`` rounds.
     """
-    config = load_config(run_dir / "config.yaml")
+    path = run_dir / "config.yaml"
+    config = load_config(path)
     if rounds is not None:
         config = with_overrides(config, {"orchestration.rounds": rounds})
     saved = checkpoint.load(run_dir)
-    if saved.config_digest != config_digest(config.model_dump(mode="json")):
-        raise CheckpointError(f"{run_dir / 'config.yaml'}: changed since the checkpoint was written")
+    # The file as written, not as parsed: a key a later fedfit adds, with its default, is no edit.
+    if saved.config_digest != config_digest(yaml.safe_load(path.read_text())):
+        raise CheckpointError(f"{path}: changed since the checkpoint was written")
     if saved.rounds_done >= config.orchestration.rounds:
         raise ConfigError(f"orchestration.rounds: the run already has {saved.rounds_done} rounds; "
                           "ask for more (fedfit resume --rounds N)")
@@ -100,12 +104,13 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
         reports = list(saved.reports) if saved else []
         out = stack.enter_context(RunDirectory(run_dir, resolved, saved.log_bytes if saved else None)) \
             if run_dir else None
+        digest = config_digest(yaml.safe_load((out.path / "config.yaml").read_text())) if out else ""
         for outcome, state in _rounds(exp, state, total - len(reports)):
             reports.append(outcome.report)
             if out:
                 out.log_round(outcome.report, outcome.results)
                 if every and (len(reports) % every == 0 or len(reports) == total):
-                    checkpoint.save(out.path, _checkpoint(exp, resolved, state, reports, out.log_bytes()))
+                    checkpoint.save(out.path, _checkpoint(exp, digest, state, reports, out.log_bytes()))
             if on_round:
                 on_round(outcome)
         exp.fleet.cancel_pending()
@@ -134,12 +139,12 @@ def _initial_state(exp: Experiment) -> SyncState | AsyncState:
     return SyncState(exp.initial_params)
 
 
-def _checkpoint(exp: Experiment, resolved: dict[str, Any], state: SyncState | AsyncState,
+def _checkpoint(exp: Experiment, digest: str, state: SyncState | AsyncState,
                 reports: list[RoundReport], log_bytes: tuple[int, int]) -> Checkpoint:
     pools = {r: list(w) for r, w in exp.width.pools.items()} if exp.width else {}
     exchange = exp.submodels.state() if exp.submodels else None
     registry = exp.registry.entries() if exp.registry else ()
-    return Checkpoint(config_digest(resolved), state, exp.fleet.state(), exchange, pools, registry, tuple(reports),
+    return Checkpoint(digest, state, exp.fleet.state(), exchange, pools, registry, tuple(reports),
                       log_bytes)
 
 

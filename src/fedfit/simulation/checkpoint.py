@@ -49,7 +49,8 @@ class Checkpoint:
     """A run between two rounds (versions, in async mode).
 
     Attributes:
-        config_digest: :func:`config_digest` of the run's config (a resume must match it).
+        config_digest: :func:`config_digest` of the run directory's ``config.yaml`` as written
+            (a resume must find it unedited).
         server: the orchestrator's state.
         fleet: the simulated fleet's state (tasks in flight, energy spent).
         exchange: the sub-model exchange's state.
