@@ -83,11 +83,11 @@ _CODEC = Codec([
 ])
 
 
-def config_digest(resolved: dict[str, Any]) -> str:
-    """A digest of what decides a run's trace: the resolved config without the round count, the
-    ``simulation`` section (executors never change results) and ``output`` — a resume may extend
-    a run, train on more workers and write elsewhere."""
-    relevant = {k: v for k, v in resolved.items() if k not in ("output", "simulation", "name")}
+def config_digest(config: dict[str, Any]) -> str:
+    """A digest of what decides a run's trace: a config mapping (``config.yaml`` as loaded)
+    without the round count, the ``simulation`` section (executors never change results) and
+    ``output`` — a resume may extend a run, train on more workers and write elsewhere."""
+    relevant = {k: v for k, v in config.items() if k not in ("output", "simulation", "name")}
     relevant["orchestration"] = {k: v for k, v in relevant.get("orchestration", {}).items() if k != "rounds"}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -51,17 +51,8 @@ CostTable = Callable[[float], ModelCost]
 
 
 @dataclasses.dataclass(frozen=True)
-class _Pending:
-    """A task in flight: its decided ending, and the task and training handle when it succeeds."""
-
-    result: TaskResult
-    task: TrainTask | None
-    handle: Handle | None
-
-
-@dataclasses.dataclass(frozen=True)
 class PendingTask:
-    """A task in flight as a checkpoint holds it.
+    """A task in flight (as the event queue and a checkpoint hold it).
 
     Attributes:
         at_s: virtual time its result arrives.
@@ -107,7 +98,7 @@ class SimulatedFleet:
         self._costs, self._memory, self._executor = costs, memory, executor
         self._adapter = adapter
         self._consumed_j = [0.0] * len(self._profiles)
-        self._queue: EventQueue[_Pending] = EventQueue()
+        self._queue: EventQueue[tuple[PendingTask, Handle | None]] = EventQueue()
         self._busy: set[int] = set()
 
     def device_ids(self) -> list[int]:
@@ -146,13 +137,17 @@ class SimulatedFleet:
             sent_down = cost.bytes_down if finish_s > now_s else 0
             cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
         task = None if failure else TrainTask(plan, params)
-        handle = None if task is None else self._executor.submit(task)
         # A success's outcome is filled with the trained Update when the event pops.
         outcome: Update | Failure = failure or Failure(device, plan.round, FailureCause.REJECTED, "pending")
         result = TaskResult(plan=plan, tier=profile.tier, start_s=now_s, finish_s=finish_s,
                             outcome=outcome, cost=cost, free_memory_bytes=state.free_memory_bytes)
-        self._busy.add(device)
-        self._queue.push(finish_s, _Pending(result, task, handle))
+        self._enqueue(PendingTask(finish_s, result, task))
+
+    def _enqueue(self, pending: PendingTask) -> None:
+        """Mark the device busy, start training a success's task and schedule its result."""
+        handle = None if pending.task is None else self._executor.submit(pending.task)
+        self._busy.add(pending.result.plan.device_id)
+        self._queue.push(pending.at_s, (pending, handle))
 
     def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
         """The plan's modelled cost; ``size`` is the raw payload sent (techniques may shrink it)."""
@@ -228,19 +223,18 @@ class SimulatedFleet:
     def next_result(self) -> TaskResult | None:
         if not self._queue:
             return None
-        _, pending = self._queue.pop()
+        _, (pending, handle) = self._queue.pop()
         self._busy.discard(pending.result.plan.device_id)
-        if pending.handle is None:
+        if handle is None:
             return pending.result
-        return dataclasses.replace(pending.result, outcome=pending.handle.result())
+        return dataclasses.replace(pending.result, outcome=handle.result())
 
     def peek_time(self) -> float | None:
         return self._queue.peek_time()
 
     def state(self) -> FleetState:
         """The fleet's state now, for a checkpoint (training in flight is not waited for)."""
-        pending = tuple(PendingTask(at_s, p.result, p.task) for at_s, p in self._queue.items())
-        return FleetState(tuple(self._consumed_j), pending)
+        return FleetState(tuple(self._consumed_j), tuple(p for _, (p, _) in self._queue.items()))
 
     def restore(self, state: FleetState) -> None:
         """Continue from ``state``: tasks in flight are cancelled and ``state``'s re-submitted.
@@ -252,16 +246,14 @@ class SimulatedFleet:
             raise CheckpointError(f"checkpoint holds {len(state.consumed_j)} devices, fleet has {len(self._profiles)}")
         self.cancel_pending()
         self._consumed_j = list(state.consumed_j)
-        for p in state.pending:
-            handle = None if p.task is None else self._executor.submit(p.task)
-            self._busy.add(p.result.plan.device_id)
-            self._queue.push(p.at_s, _Pending(p.result, p.task, handle))
+        for pending in state.pending:
+            self._enqueue(pending)
 
     def cancel_pending(self) -> list[TrainPlan]:
         plans = []
-        for pending in self._queue.drain():
-            if pending.handle is not None:
-                pending.handle.cancel()
+        for pending, handle in self._queue.drain():
+            if handle is not None:
+                handle.cancel()
             self._busy.discard(pending.result.plan.device_id)
             plans.append(pending.result.plan)
         return plans
