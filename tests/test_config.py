@@ -58,3 +58,12 @@ def test_overrides_apply_and_validate() -> None:
         with_overrides(config, {"training.nope": 1})
     with pytest.raises(ConfigError, match="training.batch_size"):
         with_overrides(config, {"training.batch_size": -2})
+
+
+def test_participation_weighting_is_checked_by_name() -> None:
+    config = with_overrides(ExperimentConfig(), {"aggregation.participation.kind": "interval"})
+    assert (config.aggregation.participation.kind, config.aggregation.participation.cutoff) == ("interval", 50)
+    with pytest.raises(ConfigError, match="aggregation.participation.cutoff"):
+        with_overrides(config, {"aggregation.participation.cutoff": 0})
+    with pytest.raises(ConfigError, match="aggregation.participation.kind"):
+        with_overrides(config, {"aggregation.participation.kind": "often"})

@@ -28,10 +28,12 @@ pytestmark = pytest.mark.slow
 
 ASYNC = {"orchestration": {"mode": "async", "rounds": 10}, "asynchronous": {"buffer_size": 2},
          "batching": {"mode": "dynamic"}, "fleet": {"tiers": {"flagship_phone": 2, "older_phone": 3, "smartwatch": 3}},
-         "width": {"mode": "capability", "deadline_s": 1.0, "indices": "importance"}}
+         "width": {"mode": "capability", "deadline_s": 1.0, "indices": "importance"},
+         "aggregation": {"participation": {"kind": "interval", "cutoff": 4}}}
 SYNC_STALE = {"orchestration": {"rounds": 8, "clients_per_round": 3, "deadline_s": 0.3, "over_selection": 0.5,
                                 "late_updates": "stale"},
-              "selection": {"kind": "oort"}, "fleet": {"tiers": {"flagship_phone": 8, "older_phone": 5, "smartwatch": 3}},
+              "selection": {"kind": "oort"}, "aggregation": {"participation": {"kind": "interval"}},
+              "fleet": {"tiers": {"flagship_phone": 8, "older_phone": 5, "smartwatch": 3}},
               "width": {"mode": "capability", "deadline_s": 1.0, "elastic": True, "elastic_quantile": 0.2}}
 
 

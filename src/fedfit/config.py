@@ -142,14 +142,23 @@ class StalenessConfig(_Section):
     hinge_b: Annotated[int, Field(ge=0)] = 4
 
 
+class ParticipationConfig(_Section):
+    """Participation weighting (FedAU): each update × its device's mean interval, in model
+    versions, between its folded updates, each interval capped at ``cutoff``."""
+
+    kind: Literal["none", "interval"] = "none"
+    cutoff: PositiveInt = 50
+
+
 class AggregationConfig(_Section):
     """What wraps the one masked average: staleness discount, FedNova, server learning rate,
-    and q-FFL's fairness exponent (weights × training loss^q; 0: off)."""
+    q-FFL's fairness exponent (weights × training loss^q; 0: off) and participation weighting."""
 
     fednova: bool = False
     fairness_q: Annotated[float, Field(ge=0)] = 0.0
     server_lr: Annotated[float, Field(gt=0)] = 1.0
     staleness: StalenessConfig = StalenessConfig()
+    participation: ParticipationConfig = ParticipationConfig()
 
 
 class AsyncSection(_Section):

@@ -14,7 +14,16 @@ from typing import Any
 
 import torch
 
-from fedfit.aggregation import AggregationRule, LocalSolver, LossWeighted, StalenessDiscount, Weighting, weighting
+from fedfit.aggregation import (
+    AggregationRule,
+    LocalSolver,
+    LossWeighted,
+    MeanInterval,
+    StalenessDiscount,
+    Weighting,
+    unweighted,
+    weighting,
+)
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
@@ -254,6 +263,7 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
     weights: Weighting = LossWeighted(base, a.fairness_q) if a.fairness_q > 0 else base
     return AggregationRule(
         weighting=weights,
+        participation=MeanInterval(a.participation.cutoff) if a.participation.kind == "interval" else unweighted,
         staleness=StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b),
         server_lr=config.asynchronous.mixing if fedasync else a.server_lr,
         fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)

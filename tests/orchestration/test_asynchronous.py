@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from fedfit.aggregation import AggregationRule, StalenessDiscount, weighting
+from fedfit.aggregation import AggregationRule, MeanInterval, StalenessDiscount, weighting
 from fedfit.cost import MemoryModel, TaskPredictor, measure
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator, AsyncState
@@ -101,3 +101,20 @@ def test_paused_run_continued_from_saved_state_equals_unbroken_run() -> None:
     assert [o.report.virtual_time_s for o in resumed] == [o.report.virtual_time_s for o in unbroken]
     assert [o.params["w"].item() for o in resumed] == [o.params["w"].item() for o in unbroken]
     assert fleet.dispatched == unbroken_fleet.dispatched
+
+
+def test_a_rarely_heard_device_counts_for_the_versions_it_missed() -> None:
+    fleet = FakeFleet(durations=[1.0, 1.0, 4.5], deltas=[1.0, 1.0, 10.0])
+    rule = AggregationRule(weighting=weighting("uniform"), staleness=StalenessDiscount("constant"),
+                           participation=MeanInterval(cutoff=50))
+    orch = _orchestrator(fleet, rule, k=2)
+
+    outcomes = [o for o, _ in orch.run(AsyncState(scalar(0.0)), aggregations=5)]
+
+    # d0 and d1 fold in at every version: x = 1, 2, 3, 4 at t = 1..4. d2 (from v0: x = 10)
+    # arrives at t=4.5, folded at version 4 after waiting versions 0..4: ω = 5. At t=5 d0 and d1
+    # finish together (from v4: x = 5, ω = 1); the first fills the buffer: (5·10 + 1·5) / 6, where plain FedBuff would take (10 + 5) / 2.
+    assert [o.params["w"].item() for o in outcomes[:4]] == pytest.approx([1.0, 2.0, 3.0, 4.0])
+    assert outcomes[4].params["w"].item() == pytest.approx(55 / 6)
+    assert orch.registry.history(2).folded == (4,)
+    assert {orch.registry.history(0).folded, orch.registry.history(1).folded} == {(0, 1, 2, 3), (0, 1, 2, 3, 4)}

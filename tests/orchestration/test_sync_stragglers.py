@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from fedfit.aggregation import AggregationRule, StalenessDiscount, weighting
+from fedfit.aggregation import (
+    AggregationRule,
+    MeanInterval,
+    ParticipationFn,
+    StalenessDiscount,
+    unweighted,
+    weighting,
+)
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.policy import FixedPlanner
 from tests.orchestration.fakes import FakeFleet, scalar
 
 
-def _run(late: str, max_staleness: int | None = None) -> list:  # type: ignore[type-arg]
+def _run(late: str, max_staleness: int | None = None,
+         participation: ParticipationFn = unweighted) -> list:  # type: ignore[type-arg]
     fleet = FakeFleet(durations=[1.0, 8.0], deltas=[1.0, 4.0])
     config = SyncConfig(rounds=2, clients_per_round=2, deadline_s=5.0, late_updates=late,  # type: ignore[arg-type]
                         max_staleness=max_staleness)
-    rule = AggregationRule(weighting=weighting("uniform"), staleness=StalenessDiscount("polynomial", exponent=1.0))
+    rule = AggregationRule(weighting=weighting("uniform"), staleness=StalenessDiscount("polynomial", exponent=1.0),
+                           participation=participation)
     orch = SyncOrchestrator(fleet=fleet, planner=FixedPlanner(batch_size=1), weighting=weighting("uniform"),
                             evaluator=lambda p: (0.0, 0.0), config=config, seed=0, rule=rule)
     return list(orch.rounds(scalar(0.0)))
@@ -37,6 +46,14 @@ def test_stale_folds_the_straggler_into_the_next_round_with_its_discount() -> No
     # Round 1: d0 from x=1 → 2 (fresh, s=1) at t=6, d1 from x=0 → 4 at t=8 (1 round stale, s=1/2).
     assert rounds[1].report.participants_by_tier == {"test": 2}
     assert rounds[1].params["w"].item() == pytest.approx(1.0 + 0.75 * ((2.0 + 0.5 * 4.0) / 1.5 - 1.0))
+
+
+def test_a_folded_straggler_counts_for_the_rounds_it_missed() -> None:
+    rounds = _run("stale", participation=MeanInterval(cutoff=50))
+
+    # Round 1 folds d0 (its second fold: ω = 1, s = 1, x = 2) and d1 (first fold, at round 1:
+    # ω = 2, s = 1/2, x = 4). w·ω·s = 1 and 1: average 3; η = Σ w·ω·s / Σ w·ω = 2/3.
+    assert rounds[1].params["w"].item() == pytest.approx(1.0 + (2 / 3) * (3.0 - 1.0))
 
 
 def test_stale_beyond_the_bound_is_dropped_and_counted() -> None:

@@ -1,11 +1,12 @@
 """The aggregation rule: pluggable weights and server step around the one masked average.
 
 An :class:`AggregationRule` composes a base weighting (samples, examples, steps, batch size,
-uniform), a staleness discount, optional FedNova normalisation and a server learning rate.
+uniform), a participation factor (:mod:`fedfit.aggregation.participation`), a staleness
+discount, optional FedNova normalisation and a server learning rate.
 :func:`aggregate` turns arriving updates into :class:`Contribution` s, folds them with
 :func:`masked_weighted_average` and moves the master with :func:`server_step`::
 
-    w_i = weighting(u_i) · s(staleness_i)
+    w_i = weighting(u_i) · ω_i · s(staleness_i)      ω_i = participation(versions folded so far)
     x̄   = masked_weighted_average(x, [(y_i, w_i)])      y_i = x_i, or FedNova's normalised x_i
     x  ← x + η (x̄ − x)      η = server_lr · Σ w_i s_i / Σ w_i · τ_eff
 
@@ -23,6 +24,7 @@ import torch
 
 from fedfit.aggregation.average import Contribution, masked_weighted_average
 from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_params, normalising_length
+from fedfit.aggregation.participation import ParticipationFn, unweighted
 from fedfit.aggregation.server import server_scale, server_step
 from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
 from fedfit.aggregation.weighting import WEIGHTINGS, Weighting
@@ -38,12 +40,14 @@ class Arrival:
         staleness: model versions elapsed since the version it started from.
         params: the update in master coordinates (``None``: ``update.params`` already is).
         masks: master coordinates it holds (``None``: all of them).
+        participation: its device's participation factor ω (1 unless the rule weights it).
     """
 
     update: Update
     staleness: int = 0
     params: Params | None = None
     masks: dict[str, torch.Tensor] | None = None
+    participation: float = 1.0
 
     @property
     def master_params(self) -> Params:
@@ -60,9 +64,12 @@ class AggregationRule:
         staleness: discount s(staleness) multiplying the weight.
         server_lr: server learning rate (FedBuff η_g, FedAsync α; 1 for FedAvg).
         fednova: FedNova's local-solver description; ``None`` disables normalisation.
+        participation: the device's versions folded in so far → its factor ω (the loops fill
+            :attr:`Arrival.participation` from it).
     """
 
     weighting: Weighting = WEIGHTINGS["samples"]
+    participation: ParticipationFn = unweighted
     staleness: StalenessFn = StalenessDiscount()
     server_lr: float = 1.0
     fednova: LocalSolver | None = None
@@ -79,7 +86,7 @@ def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule
     """
     if not arrivals:
         return master
-    weights = [rule.weighting(a.update) for a in arrivals]
+    weights = [rule.weighting(a.update) * a.participation for a in arrivals]
     discounts = [rule.staleness(a.staleness) for a in arrivals]
     lengths = [normalising_length(a.update.steps, rule.fednova) if rule.fednova else 1.0 for a in arrivals]
     contributions = [

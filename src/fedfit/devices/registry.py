@@ -57,6 +57,9 @@ class DeviceHistory:
         last_batch: ``(micro_batch, accumulation_steps)`` the device last reported using;
             ``None`` before any report. Effective batch = their product.
         last_update: what its latest update reported; ``None`` before any update.
+        folded: model versions at which the server folded its updates into the model, in order
+            (participation weighting's history; an update dropped as stale or rejected is not
+            folded).
     """
 
     tasks: int = 0
@@ -67,6 +70,7 @@ class DeviceHistory:
     suggested_batch: int | None = None
     last_batch: tuple[int, int] | None = None
     last_update: UpdateRecord | None = None
+    folded: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,14 @@ class Registry:
         entry = self._entry(device)
         entry.history = dataclasses.replace(entry.history, last_update=UpdateRecord(
             outcome.round, duration_s, outcome.samples_processed, outcome.train_loss))
+
+    def record_fold(self, device_id: int, version: int) -> tuple[int, ...]:
+        """Note that the server folded one of the device's updates in at model ``version``;
+        returns every version it was folded at so far."""
+        entry = self._entry(device_id)
+        folded = (*entry.history.folded, version)
+        entry.history = dataclasses.replace(entry.history, folded=folded)
+        return folded
 
     def history(self, device_id: int) -> DeviceHistory:
         """A copy of the device's task history."""

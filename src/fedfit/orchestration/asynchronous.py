@@ -165,7 +165,8 @@ class AsyncOrchestrator:
         except UpdateRejected:
             tally.count_rejected(result.tier)
             return state
-        arrival = Arrival(result.outcome, staleness, full, masks)
+        folded = self.registry.record_fold(device, state.version)
+        arrival = Arrival(result.outcome, staleness, full, masks, self.rule.participation(folded))
         return dataclasses.replace(state, buffer=(*state.buffer, arrival))
 
     def _apply(self, state: AsyncState) -> AsyncState:

@@ -196,7 +196,8 @@ class SyncOrchestrator:
             except UpdateRejected:
                 tally.count_rejected(res.tier)
                 continue
-            arrivals.append(Arrival(res.outcome, staleness, full, masks))
+            folded = self.registry.record_fold(res.plan.device_id, r)
+            arrivals.append(Arrival(res.outcome, staleness, full, masks, self.rule.participation(folded)))
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:
