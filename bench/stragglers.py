@@ -12,7 +12,10 @@ error, and a lower-noise companion (each tier's label mix applied to the global 
 per-class accuracy), then the mean over the seeds.
 
     .venv/bin/python bench/stragglers.py [--config examples/stragglers.yaml] [--strategy NAME ...]
-    .venv/bin/python bench/stragglers.py --seeds 0 1 2 3 --strategies sync-fixed32 full-stack
+    .venv/bin/python bench/stragglers.py --seeds 0 1 2 3 --strategies sync-fixed32 full-stack --central 8
+
+``--central EPOCHS`` adds, per seed, the worst-tier gap of a model trained centrally on the pooled
+training data (after each epoch from the second): the gap the tiers' label mixes alone produce.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ import time
 from typing import Any
 
 import numpy as np
+import torch
 
 from fedfit.config import ExperimentConfig, load_config
 from fedfit.data import build_federated_data
-from fedfit.experiment import data_kwargs, fleet_profiles
+from fedfit.experiment import build, data_kwargs, fleet_profiles
+from fedfit.report import local_accuracy_by_tier
 from fedfit.report.tiers import (
     binomial_standard_error,
     gap_standard_error,
@@ -38,10 +43,11 @@ from fedfit.report.tiers import (
 )
 from fedfit.runner import RunResult, run
 from fedfit.strategies import apply_strategy
-from fedfit.training import evaluate
+from fedfit.training import evaluate, train
+from fedfit.types import TrainPlan
 
 DEFAULT = ("sync-fixed32", "sync-all", "sync-deadline", "sync-oort", "fedbuff", "fedasync", "hetero-fedavg", "fednova",
-           "async-selection", "full-stack")
+           "async-selection", "full-stack-unweighted", "full-stack")
 TIER_SHORT = {"flagship_phone": "flag", "midrange_phone": "mid", "older_phone": "old", "tablet": "tab",
               "smartwatch": "watch", "sensor_mcu": "mcu", "vehicle_computer": "car", "fleet": "fleet"}
 
@@ -90,22 +96,48 @@ def _companion(config: ExperimentConfig, result: RunResult, data: Any, tiers: li
             "lw_se": label_weighted_standard_error(per_class, class_n, mixes[worst])}
 
 
+def central_reference(config: ExperimentConfig, epochs: int, batch: int = 32) -> dict[str, Any]:
+    """The worst-tier gap of a model trained centrally: one device holding all training data.
+
+    Plain SGD (the config's learning rate, batch ``batch``) over the pooled training sets, one
+    epoch at a time from the experiment's initial parameters; after each epoch the final
+    model's metric (accuracy on each tier's local test data) is taken. No participation, speed
+    or staleness enters, so what gap remains comes from the tiers' label mixes alone. Reported:
+    the gaps after epochs 2..``epochs`` (mean, min, max) and the fleet accuracy they span.
+    """
+    exp = build(config)
+    tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
+    x, y = torch.cat([d.x for d in exp.data.train]), torch.cat([d.y for d in exp.data.train])
+    model, params = exp.workload.module(1.0), exp.initial_params
+    gaps, fleet = [], []
+    for epoch in range(epochs):
+        plan = TrainPlan(device_id=0, round=epoch, micro_batch=batch, lr=config.training.lr)
+        params = train(model, params, x, y, plan, seed=config.seed).params
+        local = local_accuracy_by_tier(tiers, exp.data.test, lambda a, b: evaluate(model, params, a, b))
+        if epoch >= 1:
+            gaps.append(local["fleet"] - min(v for t, v in local.items() if t != "fleet"))
+            fleet.append(local["fleet"])
+    return {"central_gap": statistics.mean(gaps), "central_min": min(gaps), "central_max": max(gaps),
+            "central_acc": (min(fleet), max(fleet))}
+
+
 def _print_single(summaries: dict[str, dict[str, Any]], target: float) -> None:
     ref32 = summaries.get("sync-fixed32", {}).get("time_to_target_s")
     ref8 = summaries.get("sync-all", {}).get("time_to_target_s")
     print(f"\ntarget accuracy {target:.2f}; times on the virtual clock in minutes")
-    print(f"{'strategy':14} {'to target':>9} {'vs sync32':>9} {'vs sync8':>8} {'final':>6} {'gap':>5}  virtual")
+    w = max(14, *(len(n) for n in summaries))
+    print(f"{'strategy':{w}} {'to target':>9} {'vs sync32':>9} {'vs sync8':>8} {'final':>6} {'gap':>5}  virtual")
     for name, s in summaries.items():
         gap = s["worst_tier_gap"]
-        print(f"{name:14} {_minutes(s['time_to_target_s']):>9} {_speedup(ref32, s['time_to_target_s']):>9} "
+        print(f"{name:{w}} {_minutes(s['time_to_target_s']):>9} {_speedup(ref32, s['time_to_target_s']):>9} "
               f"{_speedup(ref8, s['time_to_target_s']):>8} {s['final_accuracy']:6.3f} "
               f"{'—' if gap is None else f'{gap * 100:4.1f}':>5}  {_minutes(s['virtual_time_s'])}")
     print("\nparticipation per tier (updates / invitations) and failures")
     for name, s in summaries.items():
-        print(f"{name:14} {_tiers(s['participation_by_tier'], '.0%')}   failures {s['failures_by_cause']}")
+        print(f"{name:{w}} {_tiers(s['participation_by_tier'], '.0%')}   failures {s['failures_by_cause']}")
     print("\naccuracy of the final model on each tier's own devices' local test data")
     for name, s in summaries.items():
-        print(f"{name:14} {_tiers(s['local_accuracy_by_tier'], '.3f')}")
+        print(f"{name:{w}} {_tiers(s['local_accuracy_by_tier'], '.3f')}")
 
 
 def _versus_sync32(runs: dict[str, dict[str, Any]], name: str) -> str:
@@ -119,24 +151,37 @@ def _versus_sync32(runs: dict[str, dict[str, Any]], name: str) -> str:
 
 
 def _fair_row(label: str, s: dict[str, Any], f: dict[str, Any], vs32: str) -> str:
-    return (f"{label:22} {_minutes(s['time_to_target_s']):>9} {vs32:>8} {s['final_accuracy']:6.3f}  "
+    return (f"{label:27} {_minutes(s['time_to_target_s']):>9} {vs32:>8} {s['final_accuracy']:6.3f}  "
             f"{TIER_SHORT.get(f['worst'], f['worst']):>5} {f['n']:4d} {f['gap'] * 100:5.1f} ± {f['se'] * 100:4.1f}  "
             f"{TIER_SHORT.get(f['lw_worst'], f['lw_worst']):>5} {f['lw_gap'] * 100:5.1f} ± {f['lw_se'] * 100:3.1f}  "
             f"{f['noise_gap'] * 100:5.1f} {f['noise_over5']:5.0%}")
 
 
-def _print_seeds(per_seed: dict[int, dict[str, dict[str, Any]]], fair: dict[int, dict[str, dict[str, Any]]]) -> None:
+def _print_seeds(per_seed: dict[int, dict[str, dict[str, Any]]], fair: dict[int, dict[str, dict[str, Any]]],
+                 central: dict[int, dict[str, Any]]) -> None:
     print("\nworst-tier gap (points, fleet − worst tier on local test data) ± its binomial standard error;")
     print("label-weighted companion (lw): global-test per-class accuracy under each tier's label mix;")
     print("noise: mean worst-tier gap of a model equally accurate on every tier (binomial noise on these")
     print("local test sets alone), P>5: how often that noise alone exceeds 5 points")
-    print(f"{'seed / strategy':22} {'to target':>9} {'vs s32':>8} {'final':>6}  {'worst':>5} {'n':>4} "
+    print(f"{'seed / strategy':27} {'to target':>9} {'vs s32':>8} {'final':>6}  {'worst':>5} {'n':>4} "
           f"{'gap ± se':>12}  {'lw':>5} {'lw gap ± se':>11}  {'noise':>5} {'P>5':>5}")
     for seed, runs in per_seed.items():
         for name, s in runs.items():
             print(_fair_row(f"{seed} {name}", s, fair[seed][name], _versus_sync32(runs, name)))
+        if seed in central:
+            print(_central_row(seed, central[seed]))
     for name in next(iter(per_seed.values())):
         _print_mean(name, [runs[name] for runs in per_seed.values()], [f[name] for f in fair.values()])
+    if central:
+        gaps = [c["central_gap"] for c in central.values()]
+        print(f"mean central reference: gap {statistics.mean(gaps) * 100:.1f} (max over seeds and epochs "
+              f"{max(c['central_max'] for c in central.values()) * 100:.1f})")
+
+
+def _central_row(seed: int, c: dict[str, Any]) -> str:
+    low, high = c["central_acc"]
+    return (f"{seed} central reference: pooled SGD, after each epoch from 2 (fleet accuracy {low:.3f}–{high:.3f}): "
+            f"gap {c['central_gap'] * 100:.1f} mean, {c['central_min'] * 100:.1f}–{c['central_max'] * 100:.1f}")
 
 
 def _print_mean(name: str, runs: list[dict[str, Any]], fair: list[dict[str, Any]]) -> None:
@@ -157,14 +202,17 @@ def _print_mean(name: str, runs: list[dict[str, Any]], fair: list[dict[str, Any]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="examples/stragglers.yaml")
-    p.add_argument("--strategy", action="append", help="strategy names (default: all ten)")
+    p.add_argument("--strategy", action="append", help="strategy names (default: the eleven in DEFAULT)")
     p.add_argument("--strategies", nargs="+", help="strategy names (same as repeating --strategy)")
     p.add_argument("--seeds", nargs="+", type=int, help="run each strategy once per seed (default: the config's)")
+    p.add_argument("--central", type=int, default=0, metavar="EPOCHS",
+                   help="with --seeds: also train a centralised reference for EPOCHS epochs per seed (0: skip)")
     args = p.parse_args()
     base = load_config(args.config)
     names = (args.strategy or []) + (args.strategies or []) or list(DEFAULT)
     per_seed: dict[int, dict[str, dict[str, Any]]] = {}
     fair: dict[int, dict[str, dict[str, Any]]] = {}
+    central: dict[int, dict[str, Any]] = {}
     for seed in args.seeds or [base.seed]:
         config = base.model_copy(update={"seed": seed})
         per_seed[seed], fair[seed] = {}, {}
@@ -173,9 +221,12 @@ def main() -> None:
             result = run(cfg)
             per_seed[seed][name], fair[seed][name] = result.summary, fairness(cfg, result)
             print(f"[seed {seed} {name}: {time.perf_counter() - t0:.0f} s wall]", flush=True)
+        if args.seeds and args.central > 1:
+            t0, central[seed] = time.perf_counter(), central_reference(config, args.central)
+            print(f"[seed {seed} central reference: {time.perf_counter() - t0:.0f} s wall]", flush=True)
         if not args.seeds:
             _print_single(per_seed[seed], base.evaluation.target_accuracy)
-    _print_seeds(per_seed, fair)
+    _print_seeds(per_seed, fair, central)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ def test_defaults_are_the_synchronous_fedavg_baseline() -> None:
     ({"selection": {"oort": {"exploration": 2}}}, "selection.oort.exploration"),
     ({"local_work": {"min_epochs": 4, "max_epochs": 2}}, "local_work"),
     ({"training": {"proximal_mu": -1}}, "training.proximal_mu"),
+    ({"aggregation": {"participation": {"cutoff": 0}}}, "aggregation.participation.cutoff"),
 ])
 def test_bad_values_raise_one_line_naming_the_key(raw: dict, key: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(ConfigError) as err:
