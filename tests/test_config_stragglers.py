@@ -44,3 +44,15 @@ def test_every_straggler_strategy_validates() -> None:
 
     assert modes["fedbuff"] == modes["fedasync"] == modes["full-stack"] == "async"
     assert modes["sync-all"] == modes["sync-deadline"] == modes["fednova"] == "sync"
+
+
+def test_the_full_stack_ablations_differ_only_in_their_fairness_weights() -> None:
+    base = load_config(ROOT / "examples" / "stragglers.yaml")
+    weights = {"aggregation.participation.kind", "aggregation.fairness_q"}
+    plain = base.strategies["full-stack-unweighted"]
+
+    for name, added in [("full-stack", weights), ("full-stack-participation", {"aggregation.participation.kind"}),
+                        ("full-stack-qffl", {"aggregation.fairness_q"})]:
+        strategy = base.strategies[name]
+        assert {k: v for k, v in strategy.items() if k not in weights} == plain
+        assert set(strategy) - set(plain) == added
