@@ -11,8 +11,7 @@ from fedfit.aggregation.weighting import WEIGHTINGS, LossWeighted, Weighting, we
 
 __all__ = [
     "WEIGHTINGS", "AggregationRule", "Arrival", "Contribution", "LocalSolver", "LossWeighted", "MeanInterval",
-    "ParticipationFn", "StalenessDiscount",
-    "StalenessFn", "Weighting", "aggregate", "effective_steps", "masked_weighted_average", "mean_interval",
-    "normalised_params", "normalising_length", "server_scale", "server_step", "validate_masks", "validate_params",
-    "unweighted", "weighting",
+    "ParticipationFn", "StalenessDiscount", "StalenessFn", "Weighting", "aggregate", "effective_steps",
+    "masked_weighted_average", "mean_interval", "normalised_params", "normalising_length", "server_scale",
+    "server_step", "unweighted", "validate_masks", "validate_params", "weighting",
 ]

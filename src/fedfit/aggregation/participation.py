@@ -42,11 +42,11 @@ def mean_interval(folded: Sequence[int], cutoff: int) -> float:
     >>> mean_interval([9], cutoff=4)          # 10 versions as intervals 4, 4, 2
     3.3333333333333335
 
-    Raises:
-        ValueError: ``cutoff`` below 1, a negative version or versions out of order.
-
     Two folds at one version (possible only if a device finished twice before the server
     stepped) count as two intervals over it, so ω drops below 1.
+
+    Raises:
+        ValueError: ``cutoff`` below 1, a negative version or versions out of order.
     """
     if cutoff < 1:
         raise ValueError(f"cutoff must be >= 1, got {cutoff}")
