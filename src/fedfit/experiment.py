@@ -34,6 +34,7 @@ from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort, enrol
+from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.models.stages import stages_of
@@ -274,19 +275,21 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
                   submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
+    liveness = Liveness(stall_timeout_s=o.stall_timeout_s, max_wall_s=o.max_wall_s)
     if o.mode == "async":
         a = config.asynchronous
         k = 1 if a.algorithm == "fedasync" else a.buffer_size
         acfg = AsyncConfig(aggregations=o.rounds, buffer_size=k, concurrency=a.concurrency,
                            max_staleness=o.max_staleness, retry_after_s=a.retry_after_s,
-                           eval_every=config.evaluation.every)
+                           backoff_cap_s=o.backoff_cap_s, eval_every=config.evaluation.every,
+                           liveness=liveness)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
                                  submodels=submodels, registry=registry)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
-                      max_staleness=o.max_staleness)
+                      max_staleness=o.max_staleness, liveness=liveness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
                             submodels=submodels, registry=registry)

@@ -336,3 +336,4 @@ class RoundReport:
     energy_j: float
     rejected_updates: int
     micro_batch_by_tier: dict[str, float] = field(default_factory=dict)
+    failures_by_tier_cause: dict[str, dict[str, int]] = field(default_factory=dict)
