@@ -193,10 +193,13 @@ class OortConfig(_Section):
 
 
 class SelectionConfig(_Section):
-    """Who is invited: uniform, compute-aware (deferral + optional tier strata) or Oort."""
+    """Who is invited: uniform, compute-aware (deferral + optional tier strata) or Oort, with a
+    participation floor per tier (``tier_floor``: share of each cohort seated across tiers in
+    proportion to their eligible devices before readiness, Oort or deferral choose the rest)."""
 
     kind: Literal["uniform", "compute_aware", "oort"] = "uniform"
     stratify: bool = True
+    tier_floor: Fraction = 0.25
     defer: DeferralConfig = DeferralConfig()
     oort: OortConfig = OortConfig()
 

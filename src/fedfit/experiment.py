@@ -43,6 +43,7 @@ from fedfit.policy import (
     ReadinessFirstSelector, Selector, StratifiedSelector, UniformSelector,
 )
 from fedfit.policy.batch_planner import DynamicBatchPlanner
+from fedfit.policy.stratified import TierFloorSelector
 from fedfit.policy.batching import BatchingRules
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
@@ -242,11 +243,15 @@ def _selector(config: ExperimentConfig) -> Selector:
     if s.kind == "oort":
         inner = OortSelector(s.oort.exploration, s.oort.cutoff, s.oort.penalty, s.oort.preferred_duration_s)
     chosen: Selector = UniformSelector()
+    deferral = None
     if s.kind != "uniform":
         d = s.defer
-        chosen = DeferringSelector(inner, Deferral(d.min_battery, d.defer_hot, d.require_batch, d.max_duration_s))
+        deferral = Deferral(d.min_battery, d.defer_hot, d.require_batch, d.max_duration_s)
+        chosen = DeferringSelector(inner, deferral)
     if config.batching.selection == "readiness":
         chosen = ReadinessFirstSelector(chosen, config.batching.low_readiness)
+    if s.tier_floor > 0 and chosen != UniformSelector():  # uniform draws are proportional already
+        chosen = TierFloorSelector(chosen, s.tier_floor, deferral)
     return chosen
 
 
