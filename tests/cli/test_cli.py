@@ -113,3 +113,15 @@ def test_ctrl_c_after_a_checkpoint_says_how_to_resume(tmp_path: Path, capsys: py
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 4
     assert main(["resume", str(tmp_path / "nowhere")]) == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_compare_set_wins_over_a_strategys_own_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = {**SMALL, "strategies": {"long": {"orchestration.rounds": 5, "training.batch_size": 2}}}
+    code = main(["compare", str(_write(tmp_path, raw)), "--strategy", "long", "--strategy", "fedavg",
+                 "--set", "orchestration.rounds=1", "--json", "--out", str(tmp_path / "c")])
+
+    assert code == 0
+    table = json.loads(capsys.readouterr().out)
+    assert table["long"]["rounds"] == 1 and table["fedavg"]["rounds"] == 1
+    saved = yaml.safe_load((tmp_path / "c" / "long" / "config.yaml").read_text())
+    assert saved["training"]["batch_size"] == 2  # the strategy's other keys still apply
