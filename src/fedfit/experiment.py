@@ -42,9 +42,10 @@ from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
     ReadinessFirstSelector, Selector, StratifiedSelector, UniformSelector,
 )
+from fedfit.policy.batch_feedback import HistoryPlanner
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.stratified import TierFloorSelector
-from fedfit.policy.batching import BatchingRules
+from fedfit.policy.batching import BatchingRules, initial_batch
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
@@ -216,15 +217,27 @@ def build(config: ExperimentConfig) -> Experiment:
                            executor=executor, adapter=dynamic)
     predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
-    planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
-                             num_examples, costs, memory)
-    evaluator = _evaluator(workload, config.width.calibration_samples)
     registry = enrol(fleet)
+    base = _planner(config, predictor, _with_history(dynamic, registry), costs, memory, spec)
+    planner = _width_planner(config, base, profiles, num_examples, costs, memory)
+    evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
 
 
-def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
+def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:
+    """Dynamic batching's server side: each device's profile-only suggestion is stored in the
+    registry at enrolment, and plans follow the device's history (:mod:`fedfit.policy.batch_feedback`)."""
+    if dynamic is None:
+        return None
+    for device in registry.ids():
+        profile = registry.profile(device)
+        registry.suggest_batch(device, max(1, initial_batch(profile, dynamic.costs(1.0), dynamic.memory,
+                                                            dynamic.rules)))
+    return HistoryPlanner(dynamic, registry.history)
+
+
+def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: Planner | None,
              costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
     """Batch (fixed or dynamic), then memory techniques, then local work; width wraps it all."""
     t, o, w = config.training, config.orchestration, config.local_work

@@ -53,6 +53,8 @@ class DeviceHistory:
         last_duration_s: virtual duration of the latest result; ``None`` before any.
         last_round: highest round a result was recorded for; ``None`` before any.
         failure_streak: failures in a row since its last success (retry back-off).
+        last_cause: cause of its latest result when that was a failure (``FailureCause``
+            value); ``None`` after a success or before any result.
         suggested_batch: the server's initial batch suggestion from the profile (dynamic
             batching); ``None`` until one is set.
         last_batch: ``(micro_batch, accumulation_steps)`` the device last reported using;
@@ -69,6 +71,7 @@ class DeviceHistory:
     last_duration_s: float | None = None
     last_round: int | None = None
     failure_streak: int = 0
+    last_cause: str | None = None
     suggested_batch: int | None = None
     last_batch: tuple[int, int] | None = None
     last_update: UpdateRecord | None = None
@@ -194,13 +197,14 @@ class Registry:
         entry = self._entry(device_id)
         h = entry.history
         failures = dict(h.failures_by_cause)
+        key = None
         if cause is not None:
             key = str(cause.value) if isinstance(cause, enum.Enum) else cause
             failures[key] = failures.get(key, 0) + 1
         entry.history = dataclasses.replace(
             h, tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
             last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round),
-            failure_streak=0 if cause is None else h.failure_streak + 1)
+            failure_streak=0 if cause is None else h.failure_streak + 1, last_cause=key)
 
     def record_task(self, result: TaskResult) -> None:
         """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
