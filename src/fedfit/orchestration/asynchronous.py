@@ -136,7 +136,7 @@ class AsyncOrchestrator:
         wall0 = time.perf_counter() - state.wall_s
         target = state.version + (self.config.aggregations if aggregations is None else aggregations)
         while state.version < target:
-            tally, results = RoundTally(), []
+            tally, results = RoundTally(), list[TaskResult]()
             progress_s = state.now_s  # the last version was applied now (or the run starts)
             while len(state.buffer) < self.config.buffer_size:
                 self._check_liveness(state, progress_s, time.perf_counter() - wall0, tally, results)
