@@ -4,6 +4,8 @@ Scenario A: FedBuff K = 10 at fixed batch 32 on digits/CNN with 3 flagship phone
 MCUs (which cannot fit batch 32): fewer than K devices can ever deliver from one version.
 Before the liveness change (commit 6db7946) this run never finished a version. Scenario B: the
 same on sensors alone: no device can train, so the run must stop on its stall timeout.
+Scenario C: sync readiness-first selection with dynamic batching on phones, watches and
+sensors, without and with the tier floor (``selection.tier_floor`` 0 and 0.25).
 Prints versions, virtual time, participation per tier and the stop reason; virtual figures are
 deterministic.
 
@@ -29,7 +31,25 @@ SCENARIOS = {"A: 3 phones + 8 sensors, K=10": {"flagship_phone": 3, "sensor_mcu"
              "B: 8 sensors only, K=10": {"sensor_mcu": 8}}
 
 
+FLOOR: dict[str, Any] = {
+    **BASE, "fleet": {"tiers": {"flagship_phone": 6, "older_phone": 6, "smartwatch": 4, "sensor_mcu": 4}},
+    "batching": {"mode": "dynamic", "selection": "readiness"},
+    "orchestration": {"mode": "sync", "rounds": 10, "clients_per_round": 5},
+}
+
+
+def floor_scenario() -> None:
+    for floor in (0.0, 0.25):
+        s = run(parse_config({**FLOOR, "selection": {"tier_floor": floor}})).summary
+        part = {t: round(v, 2) for t, v in s["participation_by_tier"].items()}
+        print(f"== C: sync readiness-first, tier_floor {floor}")
+        print(f"  invited {s['invited_by_tier']}  never invited {s['never_invited']}")
+        print(f"  participation {part}  virtual time {s['virtual_time_s']:.0f} s  "
+              f"final accuracy {s['final_accuracy']:.3f}")
+
+
 def main() -> None:
+    floor_scenario()
     for name, tiers in SCENARIOS.items():
         t0 = time.perf_counter()
         result = run(parse_config({**BASE, "fleet": {"tiers": tiers}}))
