@@ -67,3 +67,20 @@ def test_participation_weighting_is_checked_by_name() -> None:
         with_overrides(config, {"aggregation.participation.cutoff": 0})
     with pytest.raises(ConfigError, match="aggregation.participation.kind"):
         with_overrides(config, {"aggregation.participation.kind": "often"})
+
+
+@pytest.mark.parametrize(("override", "key"), [
+    ({"orchestration": {"stall_timeout_s": 0}}, "orchestration.stall_timeout_s"),
+    ({"orchestration": {"max_wall_s": -1}}, "orchestration.max_wall_s"),
+    ({"orchestration": {"backoff_cap_s": -5}}, "orchestration.backoff_cap_s"),
+    ({"selection": {"tier_floor": 1.5}}, "selection.tier_floor"),
+])
+def test_liveness_and_floor_keys_are_validated(override: dict, key: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ConfigError, match=key):
+        parse_config(override)
+
+
+def test_liveness_defaults_bound_every_run() -> None:
+    config = parse_config({})
+    assert config.orchestration.stall_timeout_s == 21600 and config.selection.tier_floor == 0.25
+    assert parse_config({"orchestration": {"stall_timeout_s": None}}).orchestration.stall_timeout_s is None

@@ -30,6 +30,7 @@ from fedfit.report import plot_accuracy
 from fedfit.strategies import apply_strategy
 
 EXIT_USAGE = 2
+EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
 EXIT_INTERRUPTED = 130
 
 
@@ -77,12 +78,22 @@ def _with_progress(config: ExperimentConfig, console: Console, start: Callable[[
         return start(on_round)
 
 
-def _print_result(result: RunResult, run_dir: Path, console: Console) -> None:
+def _print_result(result: RunResult, run_dir: Path, console: Console) -> int:
+    """Print a run's headline figures; the exit status (:data:`EXIT_STOPPED` when it stopped early)."""
     s = result.summary
-    console.print(f"final accuracy {s['final_accuracy']:.4f}, virtual time {s['virtual_time_s'] / 60:.1f} min, "
-                  f"time to {s['target_accuracy']:.2f}: {_fmt_time(s['time_to_target_s'])}")
+    console.print(f"final accuracy {_fmt_accuracy(s['final_accuracy'])}, virtual time "
+                  f"{s['virtual_time_s'] / 60:.1f} min, time to {s['target_accuracy']:.2f}: "
+                  f"{_fmt_time(s['time_to_target_s'])}")
     console.print(f"failures: {s['failures_by_cause'] or 'none'}")
     console.print(f"run directory: {run_dir}")
+    if result.stopped is None:
+        return 0
+    print(f"fedfit: stopped: {result.stopped}", file=sys.stderr)
+    return EXIT_STOPPED
+
+
+def _fmt_accuracy(accuracy: float | None) -> str:
+    return "n/a (no round finished)" if accuracy is None else f"{accuracy:.4f}"
 
 
 def _interrupted(run_dir: Path) -> int:
@@ -97,10 +108,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     config = _config(args.config, args.set)
     run_dir = _run_dir(config, args.out)
     try:
-        _print_result(_run_with_progress(config, run_dir, console), run_dir, console)
+        result = _run_with_progress(config, run_dir, console)
     except KeyboardInterrupt:
         return _interrupted(run_dir)
-    return 0
+    return _print_result(result, run_dir, console)
 
 
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
@@ -112,8 +123,7 @@ def cmd_resume(args: argparse.Namespace, console: Console) -> int:
         result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
     except KeyboardInterrupt:
         return _interrupted(run_dir)
-    _print_result(result, run_dir, console)
-    return 0
+    return _print_result(result, run_dir, console)
 
 
 def _fmt_time(seconds: float | None) -> str:
@@ -123,12 +133,14 @@ def _fmt_time(seconds: float | None) -> str:
 def _compare_row(name: str, s: dict[str, Any]) -> list[str]:
     part = ", ".join(f"{t} {v:.0%}" for t, v in s["participation_by_tier"].items())
     fails = ", ".join(f"{c} {n}" for c, n in s["failures_by_cause"].items()) or "none"
-    return [name, _fmt_time(s["time_to_target_s"]), f"{s['final_accuracy']:.4f}", fails, part]
+    reached = _fmt_time(s["time_to_target_s"]) if s.get("stopped") is None else "stopped (no progress)"
+    return [name, reached, _fmt_accuracy(s["final_accuracy"]), fails, part]
 
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     base = _config(args.config, args.set)
-    configs = {name: apply_strategy(base, name) for name in args.strategy}
+    sets = _parse_set(args.set)  # the user's --set wins over a strategy's own keys
+    configs = {name: with_overrides(apply_strategy(base, name), sets) for name in args.strategy}
     out = Path(args.out) if args.out else _run_dir(base.model_copy(update={"name": f"{base.name}-compare"}), None)
     results: dict[str, RunResult] = {}
     for name, config in configs.items():

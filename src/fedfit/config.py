@@ -88,7 +88,7 @@ class TrainingConfig(_Section):
 
 
 class OrchestrationConfig(_Section):
-    """Round structure."""
+    """Round structure, and when a run that makes no progress stops (liveness, retry back-off)."""
 
     mode: Literal["sync", "async"] = "sync"
     rounds: PositiveInt = 30
@@ -98,6 +98,9 @@ class OrchestrationConfig(_Section):
     weighting: Literal["samples", "examples", "uniform", "steps", "batch"] = "samples"
     late_updates: Literal["drop", "stale"] = "drop"
     max_staleness: Annotated[int, Field(ge=0)] | None = None
+    stall_timeout_s: Annotated[float, Field(gt=0)] | None = 21600.0
+    max_wall_s: Annotated[float, Field(gt=0)] | None = None
+    backoff_cap_s: Annotated[float, Field(ge=0)] = 3600.0
 
 
 class BatchingConfig(_Section):
@@ -190,10 +193,13 @@ class OortConfig(_Section):
 
 
 class SelectionConfig(_Section):
-    """Who is invited: uniform, compute-aware (deferral + optional tier strata) or Oort."""
+    """Who is invited: uniform, compute-aware (deferral + optional tier strata) or Oort, with a
+    participation floor per tier (``tier_floor``: share of each cohort seated across tiers in
+    proportion to their eligible devices before readiness, Oort or deferral choose the rest)."""
 
     kind: Literal["uniform", "compute_aware", "oort"] = "uniform"
     stratify: bool = True
+    tier_floor: Fraction = 0.25
     defer: DeferralConfig = DeferralConfig()
     oort: OortConfig = OortConfig()
 

@@ -34,6 +34,7 @@ from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort, enrol
+from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.models.stages import stages_of
@@ -41,8 +42,10 @@ from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
     ReadinessFirstSelector, Selector, StratifiedSelector, UniformSelector,
 )
+from fedfit.policy.batch_feedback import HistoryPlanner
 from fedfit.policy.batch_planner import DynamicBatchPlanner
-from fedfit.policy.batching import BatchingRules
+from fedfit.policy.stratified import TierFloorSelector
+from fedfit.policy.batching import BatchingRules, initial_batch
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
@@ -214,15 +217,27 @@ def build(config: ExperimentConfig) -> Experiment:
                            executor=executor, adapter=dynamic)
     predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
-    planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
-                             num_examples, costs, memory)
-    evaluator = _evaluator(workload, config.width.calibration_samples)
     registry = enrol(fleet)
+    base = _planner(config, predictor, _with_history(dynamic, registry), costs, memory, spec)
+    planner = _width_planner(config, base, profiles, num_examples, costs, memory)
+    evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
 
 
-def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
+def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:
+    """Dynamic batching's server side: each device's profile-only suggestion is stored in the
+    registry at enrolment, and plans follow the device's history (:mod:`fedfit.policy.batch_feedback`)."""
+    if dynamic is None:
+        return None
+    for device in registry.ids():
+        profile = registry.profile(device)
+        registry.suggest_batch(device, max(1, initial_batch(profile, dynamic.costs(1.0), dynamic.memory,
+                                                            dynamic.rules)))
+    return HistoryPlanner(dynamic, registry.history)
+
+
+def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: Planner | None,
              costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
     """Batch (fixed or dynamic), then memory techniques, then local work; width wraps it all."""
     t, o, w = config.training, config.orchestration, config.local_work
@@ -241,11 +256,15 @@ def _selector(config: ExperimentConfig) -> Selector:
     if s.kind == "oort":
         inner = OortSelector(s.oort.exploration, s.oort.cutoff, s.oort.penalty, s.oort.preferred_duration_s)
     chosen: Selector = UniformSelector()
+    deferral = None
     if s.kind != "uniform":
         d = s.defer
-        chosen = DeferringSelector(inner, Deferral(d.min_battery, d.defer_hot, d.require_batch, d.max_duration_s))
+        deferral = Deferral(d.min_battery, d.defer_hot, d.require_batch, d.max_duration_s)
+        chosen = DeferringSelector(inner, deferral)
     if config.batching.selection == "readiness":
         chosen = ReadinessFirstSelector(chosen, config.batching.low_readiness)
+    if s.tier_floor > 0 and chosen != UniformSelector():  # uniform draws are proportional already
+        chosen = TierFloorSelector(chosen, s.tier_floor, deferral)
     return chosen
 
 
@@ -274,19 +293,21 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
                   submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
+    liveness = Liveness(stall_timeout_s=o.stall_timeout_s, max_wall_s=o.max_wall_s)
     if o.mode == "async":
         a = config.asynchronous
         k = 1 if a.algorithm == "fedasync" else a.buffer_size
         acfg = AsyncConfig(aggregations=o.rounds, buffer_size=k, concurrency=a.concurrency,
                            max_staleness=o.max_staleness, retry_after_s=a.retry_after_s,
-                           eval_every=config.evaluation.every)
+                           backoff_cap_s=o.backoff_cap_s, eval_every=config.evaluation.every,
+                           liveness=liveness)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
                                  submodels=submodels, registry=registry)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
-                      max_staleness=o.max_staleness)
+                      max_staleness=o.max_staleness, liveness=liveness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
                             submodels=submodels, registry=registry)

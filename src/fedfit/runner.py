@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
-from fedfit.errors import CheckpointError, ConfigError
+from fedfit.errors import CheckpointError, ConfigError, RunStopped
 from fedfit.experiment import Experiment, built
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
@@ -39,13 +39,15 @@ OnRound = Callable[[RoundOutcome], None]
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a finished run produced."""
+    """What a finished run produced; ``stopped`` says why it ended before its last round
+    (:class:`~fedfit.errors.RunStopped`), ``None`` when it ran them all."""
 
     reports: tuple[RoundReport, ...]
     summary: dict[str, Any]
     run_dir: Path | None
     params: Params
     spec: ModelSpec | None = None
+    stopped: str | None = None
 
 
 def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None) -> RunResult:
@@ -105,22 +107,28 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
         out = stack.enter_context(RunDirectory(run_dir, resolved, saved.log_bytes if saved else None)) \
             if run_dir else None
         digest = config_digest(yaml.safe_load((out.path / "config.yaml").read_text())) if out else ""
-        for outcome, state in _rounds(exp, state, total - len(reports)):
-            reports.append(outcome.report)
+        stopped, unfinished = None, None
+        try:
+            for outcome, state in _rounds(exp, state, total - len(reports)):
+                reports.append(outcome.report)
+                if out:
+                    out.log_round(outcome.report, outcome.results)
+                    if every and (len(reports) % every == 0 or len(reports) == total):
+                        checkpoint.save(out.path, _checkpoint(exp, digest, state, reports, out.log_bytes()))
+                if on_round:
+                    on_round(outcome)
+        except RunStopped as stop:  # no progress: keep what was done, write everything, say why
+            stopped, unfinished = str(stop), stop.unfinished
             if out:
-                out.log_round(outcome.report, outcome.results)
-                if every and (len(reports) % every == 0 or len(reports) == total):
-                    checkpoint.save(out.path, _checkpoint(exp, digest, state, reports, out.log_bytes()))
-            if on_round:
-                on_round(outcome)
+                out.log_events(stop.results)
         exp.fleet.cancel_pending()
-        summary = _finish(exp, state.params, reports, run_dir)
+        summary = _finish(exp, state.params, reports, run_dir, unfinished) | {"stopped": stopped}
         if out:
             out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
                        plots=config.output.plots)
             if exp.spec is not None:
                 save_model(out.path, exp.spec, state.params, exp.submodels.stats if exp.submodels else None)
-    return RunResult(tuple(reports), summary, run_dir, state.params, exp.spec)
+    return RunResult(tuple(reports), summary, run_dir, state.params, exp.spec, stopped)
 
 
 def _rounds(exp: Experiment, state: SyncState | AsyncState,
@@ -163,10 +171,12 @@ def _restore(exp: Experiment, saved: Checkpoint) -> SyncState | AsyncState:
     return saved.server
 
 
-def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir: Path | None) -> dict[str, Any]:
+def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir: Path | None,
+            unfinished: RoundReport | None = None) -> dict[str, Any]:
     """The summary: round totals, each tier's local accuracy, and the integer model's accuracy for QAT."""
     config = exp.config
-    summary = summarise(reports, config.evaluation.target_accuracy)
+    tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
+    summary = summarise(reports, config.evaluation.target_accuracy, tiers=tiers, unfinished=unfinished)
     local = _local_accuracy(exp, params)
     int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
     return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8}

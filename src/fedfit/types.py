@@ -89,8 +89,11 @@ class DeviceProfile:
         radio_power_w: power drawn while transmitting.
         latency_s: round-trip latency added to each transfer.
         radios: links the device has (``wifi``, ``cellular``).
-        cpu_cores: cores (informational; used by selection and reports).
-        has_npu: whether an NPU is present (informational).
+        cpu_cores: cores (informational: ``flops_per_s`` is the whole processor's peak, all
+            cores together, and ``utilisation`` its parallel efficiency by micro-batch, so the
+            time model counting cores again would count them twice).
+        has_npu: whether an NPU is present (informational: phone and watch NPUs run inference;
+            training runtimes train on the CPU/GPU that ``flops_per_s`` describes).
         workspace_bytes: fixed workspace of the device's training runtime (allocator slack,
             kernels' scratch); ``None``: the memory model's default (a phone-class runtime's).
     """
@@ -336,3 +339,4 @@ class RoundReport:
     energy_j: float
     rejected_updates: int
     micro_batch_by_tier: dict[str, float] = field(default_factory=dict)
+    failures_by_tier_cause: dict[str, dict[str, int]] = field(default_factory=dict)

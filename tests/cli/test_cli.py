@@ -113,3 +113,34 @@ def test_ctrl_c_after_a_checkpoint_says_how_to_resume(tmp_path: Path, capsys: py
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 4
     assert main(["resume", str(tmp_path / "nowhere")]) == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_compare_set_wins_over_a_strategys_own_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = {**SMALL, "strategies": {"long": {"orchestration.rounds": 5, "training.batch_size": 2}}}
+    code = main(["compare", str(_write(tmp_path, raw)), "--strategy", "long", "--strategy", "fedavg",
+                 "--set", "orchestration.rounds=1", "--json", "--out", str(tmp_path / "c")])
+
+    assert code == 0
+    table = json.loads(capsys.readouterr().out)
+    assert table["long"]["rounds"] == 1 and table["fedavg"]["rounds"] == 1
+    saved = yaml.safe_load((tmp_path / "c" / "long" / "config.yaml").read_text())
+    assert saved["training"]["batch_size"] == 2  # the strategy's other keys still apply
+
+
+def test_a_run_that_cannot_progress_stops_with_one_line_and_a_complete_run_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a CNN at batch 256 never fits a 384 KiB sensor: every task runs out of memory
+    raw = {**SMALL, "model": {"name": "cnn"}, "fleet": {"tiers": {"sensor_mcu": 2}}, "training": {"batch_size": 256},
+           "orchestration": {"mode": "async", "rounds": 3, "stall_timeout_s": 900}}
+
+    code = main(["run", str(_write(tmp_path, raw)), "--out", str(tmp_path / "run")])
+
+    assert code == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fedfit: stopped: no progress for")
+    assert "out_of_memory" in err[0] and "orchestration.stall_timeout_s" in err[0]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["rounds"] == 0 and summary["stopped"] in err[0]
+    assert summary["failures_by_cause"]["out_of_memory"] >= 2 and summary["virtual_time_s"] >= 900
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+    assert (tmp_path / "run" / "events.jsonl").read_text().count("\n") == sum(summary["invited_by_tier"].values())

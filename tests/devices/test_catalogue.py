@@ -195,3 +195,21 @@ def test_bad_user_tier_names_the_key(spec: dict[str, object], key: str) -> None:
 def test_base_key_and_base_argument_together_are_rejected() -> None:
     with pytest.raises(ConfigError, match=r"^tiers\.t\.base: "):
         profile_from_mapping("t", {"base": "tablet"}, base=tier("smartwatch"))
+
+
+def test_readme_custom_tier_with_yaml_1_1_exponent_is_accepted() -> None:
+    import yaml
+
+    # PyYAML (YAML 1.1) reads 1.0e10 as the string '1.0e10'
+    spec = yaml.safe_load("base: older_phone\ntraining_memory_mb: 3\nflops_per_s: 1.0e10\nbattery_wh: 12\n")
+    assert spec["flops_per_s"] == "1.0e10"
+
+    p = profile_from_mapping("budget_phone", spec)
+
+    assert p.flops_per_s == 1e10 and p.training_memory_bytes == 3 * 2**20
+
+
+@pytest.mark.parametrize("bad", ["fast", "1e", "nan", "inf", "-1e3"])
+def test_strings_that_are_not_positive_finite_numbers_are_rejected(bad: str) -> None:
+    with pytest.raises(ConfigError, match="tiers.t.flops_per_s"):
+        profile_from_mapping("t", {"base": "older_phone", "flops_per_s": bad})

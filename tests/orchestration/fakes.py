@@ -7,17 +7,19 @@ import dataclasses
 import torch
 
 from fedfit.simulation.clock import EventQueue
-from fedfit.types import Params, TaskCost, TaskResult, TrainPlan, Update
+from fedfit.types import Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update
 from tests.helpers import profile, state
 
 _COST = TaskCost(0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0.0)
 
 
 class FakeFleet:
-    """Device d finishes ``durations[d]`` after dispatch with params + ``deltas[d]``."""
+    """Device d finishes ``durations[d]`` after dispatch with params + ``deltas[d]``; devices in
+    ``failing`` run out of memory instead, every time."""
 
-    def __init__(self, durations: list[float], deltas: list[float], tiers: list[str] | None = None) -> None:
-        self.durations, self.deltas = durations, deltas
+    def __init__(self, durations: list[float], deltas: list[float], tiers: list[str] | None = None,
+                 failing: frozenset[int] = frozenset()) -> None:
+        self.durations, self.deltas, self.failing = durations, deltas, failing
         self.tiers = tiers or ["test"] * len(durations)
         self._queue: EventQueue[TaskResult] = EventQueue()
         self._busy: set[int] = set()
@@ -41,7 +43,9 @@ class FakeFleet:
     def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
         d = plan.device_id
         new = {k: v + self.deltas[d] for k, v in params.items()}
-        update = Update(d, plan.round, new, 1, 1, 1, plan.micro_batch, 1, 0.5)
+        update: Update | Failure = Update(d, plan.round, new, 1, 1, 1, plan.micro_batch, 1, 0.5)
+        if d in self.failing:
+            update = Failure(d, plan.round, FailureCause.OUT_OF_MEMORY, "fake")
         self._busy.add(d)
         self.dispatched.append((now_s, d, plan.round))
         self._queue.push(now_s + self.durations[d], TaskResult(plan, self.tiers[d], now_s, now_s + self.durations[d],

@@ -18,6 +18,7 @@ User tiers come from YAML through :func:`profile_from_mapping`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -366,6 +367,7 @@ def _resolve_base(
 
 
 def _number(name: str, key: str, value: object, *, positive: bool) -> float:
+    value = _numeric_string(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"tiers.{name}.{key}: expected a number, got {value!r}")
     number = float(value)
@@ -375,6 +377,20 @@ def _number(name: str, key: str, value: object, *, positive: bool) -> float:
         bound = "> 0" if positive else ">= 0"
         raise ConfigError(f"tiers.{name}.{key}: must be {bound}, got {value!r}")
     return number
+
+
+def _numeric_string(value: object) -> object:
+    """A string that spells a decimal number, as that number (YAML 1.1 loaders, PyYAML's
+    ``safe_load`` among them, read ``1.0e10`` and ``1e10`` as strings); anything else as it is."""
+    if isinstance(value, str):
+        try:
+            return float(value.strip().replace("_", "")) if _DECIMAL.fullmatch(value.strip()) else value
+        except ValueError:
+            return value
+    return value
+
+
+_DECIMAL = re.compile(r"[-+]?(\d[\d_]*)?(\.\d*)?([eE][-+]?\d+)?")
 
 
 def _parse_numbers(name: str, spec: Mapping[str, object], draft: _Draft) -> None:

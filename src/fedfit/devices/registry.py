@@ -52,6 +52,9 @@ class DeviceHistory:
         failures_by_cause: failed results per cause string (``FailureCause`` values).
         last_duration_s: virtual duration of the latest result; ``None`` before any.
         last_round: highest round a result was recorded for; ``None`` before any.
+        failure_streak: failures in a row since its last success (retry back-off).
+        last_cause: cause of its latest result when that was a failure (``FailureCause``
+            value); ``None`` after a success or before any result.
         suggested_batch: the server's initial batch suggestion from the profile (dynamic
             batching); ``None`` until one is set.
         last_batch: ``(micro_batch, accumulation_steps)`` the device last reported using;
@@ -67,6 +70,8 @@ class DeviceHistory:
     failures_by_cause: dict[str, int] = field(default_factory=dict)
     last_duration_s: float | None = None
     last_round: int | None = None
+    failure_streak: int = 0
+    last_cause: str | None = None
     suggested_batch: int | None = None
     last_batch: tuple[int, int] | None = None
     last_update: UpdateRecord | None = None
@@ -192,12 +197,14 @@ class Registry:
         entry = self._entry(device_id)
         h = entry.history
         failures = dict(h.failures_by_cause)
+        key = None
         if cause is not None:
             key = str(cause.value) if isinstance(cause, enum.Enum) else cause
             failures[key] = failures.get(key, 0) + 1
         entry.history = dataclasses.replace(
             h, tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
-            last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round))
+            last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round),
+            failure_streak=0 if cause is None else h.failure_streak + 1, last_cause=key)
 
     def record_task(self, result: TaskResult) -> None:
         """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
@@ -220,6 +227,10 @@ class Registry:
         folded = (*entry.history.folded, version)
         entry.history = dataclasses.replace(entry.history, folded=folded)
         return folded
+
+    def failure_streak(self, device_id: int) -> int:
+        """Failures in a row since the device's last success (0: its last task succeeded)."""
+        return self._entry(device_id).history.failure_streak
 
     def history(self, device_id: int) -> DeviceHistory:
         """A copy of the device's task history."""

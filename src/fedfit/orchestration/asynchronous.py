@@ -10,6 +10,16 @@ Staleness is the number of versions applied since the update's starting version;
 staler than ``max_staleness`` are dropped and counted as ``stale``. Each application is one
 server version and one :class:`~fedfit.types.RoundReport`.
 
+Liveness. K is an upper bound, not a promise: when nothing is in flight and nobody can be
+invited now (every device has already trained from this version, is backing off, or the
+selector defers it), the buffer is applied with the updates it holds — the effective buffer
+shrinks to what the fleet can deliver, so a fleet with fewer able devices than K still makes
+progress, and the server never idles beside a ready update. A failed task produced no update,
+so its device may train from the same version again, after an exponential back-off
+(:class:`~fedfit.policy.backoff.Backoff`, ``retry_after_s`` doubling per failure in a row up to
+``backoff_cap_s``). A version that gets no update for ``liveness.stall_timeout_s`` virtual
+seconds stops the run (:class:`~fedfit.orchestration.liveness.Liveness`).
+
 The loop's state is an explicit value (:class:`AsyncState`): ``run(state)`` yields after each
 application with the new state, and ``run`` on a yielded state continues exactly where an
 unbroken run would be, given the fleet and the :class:`~fedfit.devices.Registry` in the states
@@ -27,12 +37,14 @@ from dataclasses import dataclass, field
 
 from fedfit.aggregation import AggregationRule, Arrival, aggregate
 from fedfit.devices.registry import Registry
-from fedfit.errors import UpdateRejected
+from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.sync import Evaluator, RoundOutcome
 from fedfit.orchestration.tally import RoundTally
+from fedfit.policy.backoff import Backoff
 from fedfit.types import Failure, FailureCause, Params, TaskResult
 
 
@@ -45,9 +57,12 @@ class AsyncConfig:
         buffer_size: K, updates per application (1: FedAsync).
         concurrency: tasks kept in flight; ``None``: every device trains continuously.
         max_staleness: updates staler than this many versions are dropped; ``None``: no bound.
-        retry_after_s: virtual seconds a device whose task failed waits before its next invitation.
+        retry_after_s: virtual seconds a device whose task failed waits before its next
+            invitation, doubled per further failure in a row (exponential back-off).
+        backoff_cap_s: the longest back-off.
         idle_wait_s: virtual seconds the server waits when nobody can be invited and nothing runs.
         eval_every: evaluate every this many versions (and after the last).
+        liveness: when a run that makes no progress stops.
     """
 
     aggregations: int
@@ -55,8 +70,15 @@ class AsyncConfig:
     concurrency: int | None = None
     max_staleness: int | None = None
     retry_after_s: float = 60.0
+    backoff_cap_s: float = 3600.0
     idle_wait_s: float = 60.0
     eval_every: int = 1
+    liveness: Liveness = Liveness()
+
+    @property
+    def backoff(self) -> Backoff:
+        """The retry policy of failed devices."""
+        return Backoff(base_s=self.retry_after_s, cap_s=max(self.backoff_cap_s, self.retry_after_s))
 
 
 @dataclass(frozen=True)
@@ -70,7 +92,8 @@ class AsyncState:
         buffer: arrivals waiting for the next application.
         draws: selection draws so far (fixes the next draw with the seed).
         retry_at_s: device → earliest virtual time of its next invitation.
-        started: device → the version its latest task started from.
+        started: device → the version its latest task that did not fail started from (a device
+            never trains twice from one version).
         wall_s: wall-clock seconds spent so far (reported, never decides anything).
     """
 
@@ -113,11 +136,15 @@ class AsyncOrchestrator:
         wall0 = time.perf_counter() - state.wall_s
         target = state.version + (self.config.aggregations if aggregations is None else aggregations)
         while state.version < target:
-            tally, results = RoundTally(), []
+            tally, results = RoundTally(), list[TaskResult]()
+            progress_s = state.now_s  # the last version was applied now (or the run starts)
             while len(state.buffer) < self.config.buffer_size:
+                self._check_liveness(state, progress_s, time.perf_counter() - wall0, tally, results)
                 state = self._fill(state, tally)
                 result = self.fleet.next_result()
                 if result is None:
+                    if state.buffer:  # nothing in flight, nobody to invite: apply what the fleet gave
+                        break
                     state = dataclasses.replace(state, now_s=state.now_s + self.config.idle_wait_s)
                     continue
                 results.append(result)
@@ -128,6 +155,15 @@ class AsyncOrchestrator:
             report = tally.report(round_=state.version - 1, virtual_time_s=state.now_s,
                                   wall_time_s=state.wall_s, accuracy=acc, loss=loss)
             yield RoundOutcome(report, tuple(results), state.params), state
+
+    def _check_liveness(self, state: AsyncState, progress_s: float, wall_s: float, tally: RoundTally,
+                        results: list[TaskResult]) -> None:
+        reason = self.config.liveness.stop_reason(now_s=state.now_s, progress_s=progress_s, wall_s=wall_s,
+                                                  done=state.version, failures=tally.failures_by_cause)
+        if reason is not None:
+            unfinished = tally.report(round_=state.version, virtual_time_s=state.now_s, wall_time_s=wall_s,
+                                      accuracy=None, loss=None)
+            raise RunStopped(reason, tuple(results), unfinished)
 
     def _fill(self, state: AsyncState, tally: RoundTally) -> AsyncState:
         ids = self.fleet.device_ids()
@@ -153,8 +189,10 @@ class AsyncOrchestrator:
         device = result.plan.device_id
         if isinstance(result.outcome, Failure):
             tally.count_failure(result.tier, result.outcome.cause)
-            return dataclasses.replace(state, retry_at_s={**state.retry_at_s,
-                                                          device: state.now_s + self.config.retry_after_s})
+            wait_s = self.config.backoff.delay_s(self.registry.failure_streak(device))
+            started = {d: v for d, v in state.started.items() if d != device}  # no update: may retry
+            return dataclasses.replace(state, retry_at_s={**state.retry_at_s, device: state.now_s + wait_s},
+                                       started=started)
         staleness = state.version - result.plan.round
         if self.config.max_staleness is not None and staleness > self.config.max_staleness:
             tally.count_failure(result.tier, FailureCause.STALE)

@@ -12,21 +12,27 @@ round in which they arrive, discounted by their staleness (rounds elapsed), unle
 ``max_staleness``. A :class:`~fedfit.orchestration.cohort.Cohort` replaces uniform selection
 with readiness-based selection; an :class:`~fedfit.aggregation.AggregationRule` adds
 weighting, staleness discounts, FedNova and a server learning rate around the one average.
+
+Every round ends (it waits only for tasks already dispatched, or its deadline); a run whose
+rounds fold no update for ``liveness.stall_timeout_s`` virtual seconds stops before its next
+round (:class:`~fedfit.orchestration.liveness.Liveness`).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
 from fedfit.devices.registry import Registry
-from fedfit.errors import UpdateRejected
+from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
@@ -50,6 +56,7 @@ class SyncConfig:
         late_updates: ``drop`` cancels tasks still running when a round ends; ``stale`` lets them
             finish and folds them into a later round as stale updates.
         max_staleness: updates more rounds old than this are dropped and counted ``stale``.
+        liveness: when a run whose rounds fold no update stops.
     """
 
     rounds: int
@@ -60,6 +67,7 @@ class SyncConfig:
     eval_every: int = 1
     late_updates: Literal["drop", "stale"] = "drop"
     max_staleness: int | None = None
+    liveness: Liveness = Liveness()
 
 
 @dataclass(frozen=True)
@@ -71,13 +79,15 @@ class SyncState:
         params: the current global model.
         round: the next round to run.
         now_s: virtual time the next round starts.
-        wall_s: wall-clock seconds spent so far (reported, never decides anything).
+        wall_s: wall-clock seconds spent so far (reported; decides only ``liveness.max_wall_s``).
+        progress_s: virtual time of the last round that folded an update in (or of the start).
     """
 
     params: Params
     round: int = 0
     now_s: float = 0.0
     wall_s: float = 0.0
+    progress_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -111,7 +121,7 @@ class SyncOrchestrator:
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
-        for outcome, _ in self.run(SyncState(params, round=first_round, now_s=start_s)):
+        for outcome, _ in self.run(SyncState(params, round=first_round, now_s=start_s, progress_s=start_s)):
             yield outcome
         if self.config.late_updates == "stale":
             self.fleet.cancel_pending()
@@ -127,14 +137,22 @@ class SyncOrchestrator:
         """
         wall0 = time.perf_counter() - state.wall_s
         last = state.round + (self.config.rounds if rounds is None else rounds) - 1
+        stalled: Counter[str] = Counter()  # failures since the last progress, named if the run stops
         for r in range(state.round, last + 1):
+            reason = self.config.liveness.stop_reason(now_s=state.now_s, progress_s=state.progress_s,
+                                                      wall_s=time.perf_counter() - wall0, done=r, failures=stalled)
+            if reason is not None:
+                raise RunStopped(reason)
             tally = RoundTally()
             results, end_s = self._run_round(r, state, tally)
             params = self._aggregate(r, state.params, results, tally)
             acc, loss = self._maybe_evaluate(r, last, params)
             wall_s = time.perf_counter() - wall0
             report = tally.report(round_=r, virtual_time_s=end_s, wall_time_s=wall_s, accuracy=acc, loss=loss)
-            state = SyncState(params, round=r + 1, now_s=end_s, wall_s=wall_s)
+            progressed = any(n > 0 for n in report.participants_by_tier.values())
+            stalled = Counter() if progressed else stalled + tally.failures_by_cause
+            state = SyncState(params, round=r + 1, now_s=end_s, wall_s=wall_s,
+                              progress_s=end_s if progressed else state.progress_s)
             yield RoundOutcome(report, tuple(results), params), state
 
     def _run_round(self, r: int, state: SyncState, tally: RoundTally) -> tuple[list[TaskResult], float]:

@@ -16,6 +16,7 @@ class RoundTally:
     participants: Counter[str] = field(default_factory=Counter)
     failures_by_cause: Counter[str] = field(default_factory=Counter)
     failures_by_tier: Counter[str] = field(default_factory=Counter)
+    failures_by_tier_cause: Counter[tuple[str, str]] = field(default_factory=Counter)
     micro_batches: dict[str, list[int]] = field(default_factory=dict)
     bytes_up: int = 0
     bytes_down: int = 0
@@ -30,6 +31,7 @@ class RoundTally:
     def count_failure(self, tier: str, cause: FailureCause) -> None:
         self.failures_by_cause[cause.value] += 1
         self.failures_by_tier[tier] += 1
+        self.failures_by_tier_cause[tier, cause.value] += 1
 
     def count_rejected(self, tier: str) -> None:
         """An update that arrived but failed validation: no longer a participant."""
@@ -55,4 +57,12 @@ class RoundTally:
             failures_by_cause=dict(sorted(self.failures_by_cause.items())),
             failures_by_tier=dict(sorted(self.failures_by_tier.items())),
             bytes_up=self.bytes_up, bytes_down=self.bytes_down, energy_j=self.energy_j,
-            rejected_updates=self.rejected, micro_batch_by_tier=self.mean_micro_batch())
+            rejected_updates=self.rejected, micro_batch_by_tier=self.mean_micro_batch(),
+            failures_by_tier_cause=self.by_tier_and_cause())
+
+    def by_tier_and_cause(self) -> dict[str, dict[str, int]]:
+        """Failures per tier, then per cause (both in name order)."""
+        nested: dict[str, dict[str, int]] = {}
+        for (tier, cause), n in sorted(self.failures_by_tier_cause.items()):
+            nested.setdefault(tier, {})[cause] = n
+        return nested

@@ -1,8 +1,14 @@
-"""Stratified selection across capability tiers.
+"""Stratified selection across capability tiers, and a participation floor per tier.
 
 Each tier gets a share of the cohort proportional to its eligible devices (largest remainder,
 ties broken by tier name), drawn uniformly within the tier from (seed, draw, tier), so weak
 tiers are represented in every round instead of by chance.
+
+:class:`TierFloorSelector` puts a floor under any selector: a share ``floor`` of every cohort
+is seated per tier in proportion to its eligible devices before the inner selector (readiness
+first, Oort, ...) fills the rest, so tier t's devices are invited at least at
+``floor × size × n_t / n`` seats per draw in expectation, however low their readiness. Without
+it, readiness-first selection can leave watches and sensors uninvited for a whole run.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedfit.policy.readiness import Readiness
+from fedfit.policy.readiness import Deferral, Readiness
+from fedfit.policy.selection import Selector
 
 
 def tier_quotas(counts: dict[str, int], size: int, rng: np.random.Generator | None = None) -> dict[str, int]:
@@ -62,3 +69,41 @@ class StratifiedSelector:
             ids = groups[tier]
             chosen.extend(ids[i] for i in rng.choice(len(ids), size=quotas[tier], replace=False))
         return chosen
+
+
+@dataclass(frozen=True, slots=True)
+class TierFloorSelector:
+    """Seats a share ``floor`` of each cohort across tiers in proportion to their eligible
+    devices, then lets ``inner`` choose the rest from the devices left.
+
+    The reserved seats R = floor × size are made whole at random (⌊R⌋, plus one with
+    probability R − ⌊R⌋) and split over tiers by :func:`tier_quotas` with random remainders,
+    so a small tier gets its share in expectation even when cohorts are one or two devices.
+
+    Attributes:
+        inner: chooses the remaining seats.
+        floor: share of each cohort reserved across tiers, in [0, 1] (0: ``inner`` alone;
+            1: stratified).
+        deferral: which devices are eligible for a reserved seat (online ones when ``None``):
+            a floor seat never goes to a device that would be deferred.
+    """
+
+    inner: Selector
+    floor: float = 0.25
+    deferral: Deferral | None = None
+
+    def select(self, ready: Sequence[Readiness], size: int, *, seed: int, draw: int, version: int) -> list[int]:
+        eligible = [r for r in ready if (not self.deferral.defers(r) if self.deferral is not None else r.online)]
+        floor = self._floor_seats(eligible, size, seed=seed, draw=draw)
+        taken = set(floor)
+        rest = [r for r in ready if r.device_id not in taken]
+        return floor + self.inner.select(rest, size - len(floor), seed=seed, draw=draw, version=version)
+
+    def _floor_seats(self, eligible: Sequence[Readiness], size: int, *, seed: int, draw: int) -> list[int]:
+        if self.floor <= 0 or not eligible or size <= 0:
+            return []
+        rng = np.random.default_rng([seed, draw, 0xF1004])
+        reserved = self.floor * min(size, len(eligible))
+        seats = int(reserved) + int(rng.random() < reserved - int(reserved))
+        sub = StratifiedSelector().select(eligible, seats, seed=seed, draw=draw, version=0) if seats else []
+        return sorted(sub)

@@ -82,12 +82,13 @@ def export_submodel(out_dir: Path, spec: ModelSpec, rate: float, module: nn.Modu
     return out_dir
 
 
-def load_exported(folder: Path) -> nn.Module:
-    """The standalone sub-model in ``folder``, in evaluation mode.
+def load_exported(folder: Path | str) -> nn.Module:
+    """The standalone sub-model in ``folder`` (a path or a string), in evaluation mode.
 
     Raises:
         ConfigError: the folder is not an exported sub-model.
     """
+    folder = Path(folder)
     config = folder / "config.json"
     if not config.is_file():
         raise ConfigError(f"{folder}: no config.json (not an exported sub-model)")

@@ -51,6 +51,13 @@ class RunDirectory:
         self._metrics.flush()
         self._events.flush()
 
+    def log_events(self, results: Sequence[TaskResult]) -> None:
+        """Append task events that belong to no finished round (a run stopped mid-version)."""
+        for res in results:
+            self._events.write(json.dumps(event_record(res)) + "\n")
+            self._timeline.append(TimelinePoint.of(res))
+        self._events.flush()
+
     def __enter__(self) -> RunDirectory:
         return self
 

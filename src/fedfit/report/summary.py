@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from fedfit.report.tiers import tier_participation
 from fedfit.types import RoundReport, TaskResult
 
 
@@ -49,12 +50,24 @@ def totals(reports: Sequence[RoundReport], field: str) -> Counter[str]:
     return total
 
 
-def summarise(reports: Sequence[RoundReport], target: float) -> dict[str, Any]:
-    """Headline figures of a run: accuracy, time to target, failures, participation per tier."""
+def summarise(reports: Sequence[RoundReport], target: float, *, tiers: Sequence[str] = (),
+              unfinished: RoundReport | None = None) -> dict[str, Any]:
+    """Headline figures of a run: accuracy, time to target, failures, participation per tier.
+
+    Args:
+        reports: every finished round.
+        target: the target accuracy.
+        tiers: every tier of the fleet; a tier never invited appears with 0 invitations and is
+            listed in ``never_invited``.
+        unfinished: the counters of a round that never finished (a run that stopped); counted
+            in the totals and the virtual time, not in ``rounds``.
+    """
+    counted = [*reports, unfinished] if unfinished is not None else list(reports)
     evaluated = [r for r in reports if r.accuracy is not None]
-    invited, joined = totals(reports, "invited_by_tier"), totals(reports, "participants_by_tier")
-    failures = totals(reports, "failures_by_cause")
-    last = reports[-1] if reports else None
+    invited, joined = totals(counted, "invited_by_tier"), totals(counted, "participants_by_tier")
+    failures = totals(counted, "failures_by_cause")
+    per_tier = tier_participation(tiers, invited, joined, _tier_causes(counted))
+    last = counted[-1] if counted else None
     return {
         "rounds": len(reports),
         "final_accuracy": evaluated[-1].accuracy if evaluated else None,
@@ -64,11 +77,23 @@ def summarise(reports: Sequence[RoundReport], target: float) -> dict[str, Any]:
         "virtual_time_s": last.virtual_time_s if last else 0.0,
         "wall_time_s": last.wall_time_s if last else 0.0,
         "failures_by_cause": dict(sorted(failures.items())),
-        "invited_by_tier": dict(sorted(invited.items())),
-        "participants_by_tier": dict(sorted(joined.items())),
-        "participation_by_tier": {t: joined[t] / n for t, n in sorted(invited.items()) if n},
-        "bytes_up": sum(r.bytes_up for r in reports),
-        "bytes_down": sum(r.bytes_down for r in reports),
-        "energy_j": sum(r.energy_j for r in reports),
-        "rejected_updates": sum(r.rejected_updates for r in reports),
+        "invited_by_tier": {t: int(f["invited"]) for t, f in per_tier.items()},
+        "never_invited": [t for t, f in per_tier.items() if not f["invited"]],
+        "participants_by_tier": {t: int(f["updates"]) for t, f in per_tier.items() if f["updates"]},
+        "participation_by_tier": {t: f["participation"] for t, f in per_tier.items()},
+        "declined_by_tier": {t: int(f["declined"]) for t, f in per_tier.items()},
+        "offline_by_tier": {t: int(f["offline"]) for t, f in per_tier.items()},
+        "bytes_up": sum(r.bytes_up for r in counted),
+        "bytes_down": sum(r.bytes_down for r in counted),
+        "energy_j": sum(r.energy_j for r in counted),
+        "rejected_updates": sum(r.rejected_updates for r in counted),
     }
+
+
+def _tier_causes(reports: Sequence[RoundReport]) -> dict[str, Counter[str]]:
+    """Failures per tier and cause, summed over ``reports``."""
+    total: dict[str, Counter[str]] = {}
+    for r in reports:
+        for tier, causes in r.failures_by_tier_cause.items():
+            total.setdefault(tier, Counter()).update(causes)
+    return total

@@ -1,4 +1,9 @@
-"""Accuracy of the global model on each tier's own devices' local test data.
+"""Per tier: who was invited and who took part, and the global model's accuracy on each
+tier's own devices' local test data.
+
+Participation is counted against *every* invitation (:func:`tier_participation`): a tier whose
+invitations all end declined or offline has participation 0, not "100% of the invitations it
+did not decline", and a tier never invited is named, not left out.
 
 Non-IID partitions give every device its own label mix; a model fitted to the strong tiers can
 look fine on the global test set and fail the weak tiers' users. Each tier's figure pools the
@@ -23,6 +28,31 @@ import numpy.typing as npt
 import torch
 
 from fedfit.data.datasets import ArrayDataset
+
+def tier_participation(tiers: Sequence[str], invited: Mapping[str, int], updates: Mapping[str, int],
+                       failures: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, float]]:
+    """Each tier's invitations, updates, declines, offline failures and participation rate.
+
+    Args:
+        tiers: every tier of the fleet (a tier absent from ``invited`` was never invited).
+        invited: invitations per tier.
+        updates: updates returned per tier.
+        failures: failures per tier, then per cause (``FailureCause`` values).
+
+    Returns:
+        Tier name → ``invited``, ``updates``, ``declined``, ``offline`` and ``participation``
+        (updates / invitations; 0 for a tier never invited), in tier-name order.
+
+    >>> tier_participation(["a", "b"], {"a": 4}, {"a": 1}, {"a": {"declined": 2, "offline": 1}})["a"]
+    {'invited': 4, 'updates': 1, 'declined': 2, 'offline': 1, 'participation': 0.25}
+    """
+    out: dict[str, dict[str, float]] = {}
+    for tier in sorted({*tiers, *invited}):
+        n, ok, failed = invited.get(tier, 0), updates.get(tier, 0), failures.get(tier, {})
+        out[tier] = {"invited": n, "updates": ok, "declined": failed.get("declined", 0),
+                     "offline": failed.get("offline", 0), "participation": ok / n if n else 0.0}
+    return out
+
 
 #: (x, y) → (accuracy, loss) of the model under evaluation.
 LocalEvaluator = Callable[[torch.Tensor, torch.Tensor], tuple[float, float]]
