@@ -157,6 +157,28 @@ def plan_peak_bytes(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> in
     return int(max(backward, step) + memory.workspace_bytes)
 
 
+def max_plan_micro_batch(memory: MemoryModel, cost: ModelCost, techniques: Techniques, free_bytes: int,
+                         cap: int = 4096) -> int:
+    """Largest micro-batch whose peak under ``techniques`` fits ``free_bytes`` (0: not even one).
+
+    The peak grows with the micro-batch, so a bisection over ``1..cap`` finds it; a technique
+    that lowers the per-sample or fixed bytes lets it grow (what dynamic batching affords).
+    """
+    if not techniques.active or not cost.stages:
+        return memory.max_micro_batch(cost, free_bytes, cap)
+
+    def fits(micro: int) -> bool:
+        return plan_peak_bytes(memory, cost, TrainPlan(0, 0, micro, techniques=techniques)) <= free_bytes
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
 def _body(t: Techniques) -> Callable[[MemoryModel, ModelCost, TrainPlan], float]:
     """The peak formula of the technique that redefines what the device holds (or the layered one)."""
     if t.keep_fraction is not None or t.sparsity is not None:
