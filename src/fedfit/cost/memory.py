@@ -76,7 +76,10 @@ class MemoryModel:
         """Largest micro-batch whose peak fits ``free_bytes`` (0 if even one sample does not)."""
         if self.peak_bytes(cost, 1) > free_bytes:
             return 0
-        room = free_bytes - self.resident_bytes(cost) - cost.activation_fixed_bytes
         if cost.peak_bytes_per_sample <= 0:
             return cap
-        return max(1, min(cap, int(room // cost.peak_bytes_per_sample)))
+        room = free_bytes - self.resident_bytes(cost) - cost.activation_fixed_bytes
+        micro = max(1, min(cap, int(room // cost.peak_bytes_per_sample)))
+        while micro < cap and self.peak_bytes(cost, micro + 1) <= free_bytes:  # the peak is rounded down
+            micro += 1
+        return micro
