@@ -1,94 +1,85 @@
-"""Predicted vs measured peak training memory for the MLP and the CNN, batch 1-256 (CPU).
+"""Predicted vs allocator-measured peak training memory of fedfit's own trainer, every zoo model.
 
-For every (model, batch) a *fresh* Python process imports torch, warms the kernels up on a
-throw-away model (one SGD step: the optimiser's first step imports modules), then records its resident set (VmRSS), resets the kernel's peak-RSS mark
-(``/proc/self/clear_refs`` ← 5, Linux) and builds the model, the batch and the optimiser and
-runs one real training step (forward, backward, SGD step). Measured = peak RSS (VmHWM) − RSS
-before, the median of three fresh processes (default allocator; ``--tight-allocator`` fixes
-glibc's mmap threshold at 64 KiB so the peak follows live tensors more closely); predicted = ``MemoryModel().peak_bytes(measure(spec), batch)`` (weights + gradients +
-saved activations + backward gradient buffers + 256 KiB workspace). Error = (predicted −
-measured) / measured. Small batches are dominated by the fixed part, where the workspace guess
-and the allocator re-using the warm-up's freed pages decide the error; where the
-batch-dependent share (activations + backward buffers) dominates, the activation model does.
+For every (model, micro-batch) a *fresh* Python process builds the model, the starting
+parameters and 2 × micro-batch samples, runs fedfit's ``train`` once to warm the kernels up,
+then runs it again (two optimiser steps) under ``torch.profiler`` with ``profile_memory=True``
+(:func:`fedfit.cost.allocator.peak_live_bytes`): measured = the weights + the peak growth of live
+tensor bytes, which is what the tensor allocator holds at the task's worst moment. Predicted =
+``MemoryModel(workspace_bytes=0).peak_bytes(measure(spec), micro_batch)``: the tensor part of the
+model (the 256 KiB workspace is the runtime's memory outside the tensor allocator, so the
+allocator cannot see it). Error = (predicted − measured) / measured. ``--optimizer`` picks the
+local optimiser (``sgd``, ``momentum``, ``decay``, ``adam``) to check the optimiser terms.
 
-    PYTHONPATH=src python bench/memory_model.py [--tight-allocator]
+    PYTHONPATH=src python bench/memory_model.py [--optimizer sgd]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 
-from fedfit.cost import MemoryModel, measure
-from fedfit.models import ModelSpec
-
-BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-MODELS = ("mlp", "cnn")
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
+MODELS = {"logreg": ((1, 28, 28), 10), "mlp": ((1, 28, 28), 10), "cnn": ((1, 28, 28), 10),
+          "cnn1d": ((1, 1024), 4)}
+OPTIMIZERS = {"sgd": {}, "momentum": {"momentum": 0.9}, "decay": {"weight_decay": 1e-4}, "adam": {"kind": "adam"}}
 
 _CHILD = r"""
-import json, re, sys
+import json, sys
 import torch
-from torch import nn
-from fedfit.models import build_model
+from fedfit.cost import MemoryModel, measure
+from fedfit.cost.allocator import peak_live_bytes
+from fedfit.models import ModelSpec
+from fedfit.training.optimizers import OptimizerConfig
+from fedfit.training.trainer import train
+from fedfit.types import TrainPlan
 
-def status(key):
-    return int(re.search(key + r":\s+(\d+)", open("/proc/self/status").read()).group(1)) * 1024
-
-name, batch = sys.argv[1], int(sys.argv[2])
+name, shape, classes, batch, opt = sys.argv[1], tuple(json.loads(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
 torch.set_num_threads(1)
-torch.manual_seed(0)
-warm = build_model(name, (1, 8, 8), 10)  # kernels, thread pool, lazy imports of the optimiser
-warm_opt = torch.optim.SGD(warm.parameters(), lr=0.01)
-nn.functional.cross_entropy(warm(torch.randn(2, 1, 8, 8)), torch.tensor([0, 1])).backward()
-warm_opt.step()
-del warm, warm_opt
-before = status("VmRSS")
-open("/proc/self/clear_refs", "w").write("5")
-model = build_model(name, (1, 28, 28), 10)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
-opt.zero_grad()
-nn.functional.cross_entropy(model(x), y).backward()
-opt.step()
-print(json.dumps({"measured": status("VmHWM") - before}))
+spec = ModelSpec(name, shape, classes)
+optimizer = OptimizerConfig(**opt)
+cost = measure(spec)
+model = spec.build()
+params = {k: v.detach().clone() for k, v in model.state_dict().items()}
+gen = torch.Generator().manual_seed(1)
+x, y = torch.randn((2 * batch, *shape), generator=gen), torch.randint(0, classes, (2 * batch,), generator=gen)
+plan = TrainPlan(device_id=0, round=0, micro_batch=batch, lr=0.01)
+train(spec.build(), params, x, y, plan, seed=0, optimizer=optimizer)
+growth = peak_live_bytes(lambda: train(model, params, x, y, plan, seed=0, optimizer=optimizer))
+memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=0, step_temporaries=optimizer.step_temporaries)
+print(json.dumps({"measured": cost.param_bytes + growth, "predicted": memory.peak_bytes(cost, batch),
+                  "params": cost.param_bytes, "per_sample": cost.peak_bytes_per_sample,
+                  "margin": cost.memory_error}))
 """
 
 
-#: ``--tight-allocator``: fix glibc's mmap threshold at 64 KiB, so peak RSS follows live tensors
-#: (glibc's default dynamic threshold keeps freed buffers resident, as a real process would).
-TIGHT_ALLOCATOR = "--tight-allocator" in sys.argv
-
-
-def measured_bytes(name: str, batch: int, repeats: int = 3) -> int:
-    """Median peak-RSS growth of one training step, each in a fresh process."""
-    return sorted(_measure_once(name, batch) for _ in range(repeats))[repeats // 2]
-
-
-def _measure_once(name: str, batch: int) -> int:
+def run_point(name: str, batch: int, optimizer: str) -> dict[str, float]:
+    """One (model, micro-batch) measured in a fresh process."""
+    shape, classes = MODELS[name]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    if TIGHT_ALLOCATOR:  # large buffers mapped and unmapped as tensors live and die
-        env["MALLOC_MMAP_THRESHOLD_"] = "65536"
-    out = subprocess.run([sys.executable, "-c", _CHILD, name, str(batch)], capture_output=True, text=True,
-                         check=True, env=env)
-    return int(json.loads(out.stdout.strip().splitlines()[-1])["measured"])
+    args = [name, json.dumps(shape), str(classes), str(batch), json.dumps(OPTIMIZERS[optimizer])]
+    out = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True, env=env)
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
-    memory = MemoryModel()
-    print(f"allocator: {'glibc, mmap threshold 64 KiB' if TIGHT_ALLOCATOR else 'glibc default'}")
-    print(f"{'model':5} {'batch':>5} {'predicted KiB':>14} {'measured KiB':>13} {'error':>7} "
-          f"{'batch-dependent share':>22}")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
+    args = parser.parse_args()
+    print(f"optimizer: {args.optimizer}; allocator: torch.profiler memory events, fresh process per row")
+    print(f"{'model':6} {'batch':>5} {'predicted B':>12} {'measured B':>12} {'error':>7} {'× params':>8} {'margin':>7}")
+    worst = 0.0
     for name in MODELS:
-        cost = measure(ModelSpec(name, (1, 28, 28), 10))
         for batch in BATCHES:
-            predicted = memory.peak_bytes(cost, batch)
-            measured = measured_bytes(name, batch)
-            per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
-            share = per_sample * batch / predicted
-            print(f"{name:5} {batch:5d} {predicted / 1024:14.0f} {measured / 1024:13.0f} "
-                  f"{(predicted - measured) / measured:7.1%} {share:22.0%}")
+            r = run_point(name, batch, args.optimizer)
+            error = (r["predicted"] - r["measured"]) / r["measured"]
+            worst = max(worst, abs(error))
+            print(f"{name:6} {batch:5d} {r['predicted']:12.0f} {r['measured']:12.0f} {error:7.2%} "
+                  f"{r['measured'] / r['params']:8.2f} {r['margin']:7.2%}")
+    print(f"worst |error|: {worst:.2%} (target 10%)")
 
 
 if __name__ == "__main__":

@@ -123,7 +123,8 @@ def predicted(model_name: str, name: str, batch: int) -> dict:
     steps = SAMPLES // batch
     device, edge = plan_flops(cost, plan, SAMPLES, steps)
     _, up = plan_payload_bytes(cost, plan, cost.param_bytes)
-    return {"peak_bytes": plan_peak_bytes(MemoryModel(optimizer_slots=OPT.slots, workspace_bytes=0), cost, plan),
+    memory = MemoryModel(optimizer_slots=OPT.slots, workspace_bytes=0, step_temporaries=OPT.step_temporaries)
+    return {"peak_bytes": plan_peak_bytes(memory, cost, plan),
             "flops": device + edge, "up_bytes": up + activation_traffic_bytes(cost, plan, SAMPLES)}
 
 

@@ -112,7 +112,7 @@ class BatchingConfig(_Section):
     standard_batch: PositiveInt | None = None  # None: training.batch_size
     min_effective_batch: PositiveInt = 4
     target_effective_batch: PositiveInt | None = None
-    memory_margin: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.22
+    memory_margin: Annotated[float, Field(ge=0.0, lt=1.0)] | None = None
     throughput_target: Annotated[float, Field(gt=0.0, le=1.0)] = 0.8
     busy_cpu: Fraction = 0.9
     full_battery: Fraction = 0.8

@@ -209,7 +209,8 @@ def build(config: ExperimentConfig) -> Experiment:
     examples = [len(d) for d in data.train]
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     executor = _executor(config, recipe, workload)
-    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
+    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
+                         step_temporaries=optimizer.step_temporaries)
     num_examples = [len(d) for d in data.train]
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
@@ -272,7 +273,7 @@ def _cohort(config: ExperimentConfig, planner: Planner, predictor: TaskPredictor
             dynamic: DynamicBatchPlanner | None) -> Cohort | None:
     if config.selection.kind == "uniform" and config.batching.selection == "uniform":
         return None
-    return Cohort(planner, _selector(config), predictor, dynamic.readiness if dynamic else None)
+    return Cohort(planner, _selector(config), predictor, dynamic.plan_readiness if dynamic else None)
 
 
 def _rule(config: ExperimentConfig) -> AggregationRule:

@@ -22,10 +22,11 @@ def test_suggestion_feedback_and_readiness() -> None:
     planner = DynamicBatchPlanner(rules=BatchingRules(), costs=functools.partial(measure, SPEC), memory=MemoryModel(),
                                   num_examples=[10])
     registry.suggest_batch(0, initial_batch(tier("older_phone"), CNN, MemoryModel()))
-    assert registry.readiness(0, planner.readiness) == 8  # never reported: the suggestion
+    # never reported: the suggestion, the whole budget free: (4,367,360 − 1,997,572) // 165,780 = 14
+    assert registry.readiness(0, planner.readiness) == 14
     registry.report_state(0, state(battery_fraction=0.1), at_s=5.0)
     assert registry.readiness(0, planner.readiness) == 1
     registry.record_batch(0, 1, 4)
-    assert registry.history(0).last_batch == (1, 4) and registry.history(0).suggested_batch == 8
+    assert registry.history(0).last_batch == (1, 4) and registry.history(0).suggested_batch == 14
     with pytest.raises(ValueError):
         registry.record_batch(0, 0, 1)

@@ -44,7 +44,7 @@ def test_plan_on_strong_wifi_trains_more_epochs() -> None:
 
 def test_readiness_is_affordable_micro_batch_zero_when_hot_or_offline() -> None:
     p, planner = TIERS["older_phone"], _planner()
-    free = p.training_memory_bytes
+    free = int(p.training_memory_bytes * 0.78)  # typical app pressure: the calibration point
     assert planner.readiness(p, state(free_memory_bytes=free)) == 8
     assert planner.readiness(p, state(free_memory_bytes=free, thermal=Thermal.HOT)) == 0
     assert planner.readiness(p, state(free_memory_bytes=free, online=False)) == 0

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
+from fedfit.cost.techniques import max_plan_micro_batch
 from fedfit.cost.time import task_cost
 from fedfit.types import DeviceProfile, DeviceState, TaskCost, TrainPlan
 
@@ -41,5 +42,7 @@ class TaskPredictor:
                          num_examples=self.num_examples[plan.device_id], bytes_down=size, bytes_up=size)
 
     def affordable_batch(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> int:
-        """Largest micro-batch whose peak fits the reported free memory (0: none fits)."""
-        return self.memory.for_device(profile).max_micro_batch(self.costs(plan.width), state.free_memory_bytes)
+        """Largest micro-batch whose peak, with the plan's techniques, fits the reported free
+        memory (0: none fits)."""
+        memory = self.memory.for_device(profile)
+        return max_plan_micro_batch(memory, self.costs(plan.width), plan.techniques, state.free_memory_bytes)

@@ -1,7 +1,8 @@
-"""Measure a model once: training FLOPs per sample and activation bytes per sample.
+"""Measure a model once: training FLOPs per sample and memory per sample.
 
 These measurements run the real module (``torch.utils.flop_counter`` for FLOPs, saved-tensor
-hooks for activations) and are the only impure part of the cost model; everything downstream
+hooks for saved activations, the tensor allocator for a whole training step's peak, see
+:mod:`fedfit.cost.allocator`) and are the only impure part of the cost model; everything downstream
 (:mod:`fedfit.cost.memory`, :mod:`fedfit.cost.time`) is arithmetic on the resulting
 :class:`ModelCost`.
 """
@@ -15,10 +16,15 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from fedfit.cost.allocator import step_peak_bytes
 from fedfit.cost.stages import StageCost, measure_stages
 from fedfit.models.zoo import ModelSpec
 
 BYTES_PER_FLOAT = 4
+#: Micro-batches of the two measured steps whose difference gives the per-sample terms.
+STEP_BATCHES = (1, 33)
+#: Micro-batches at which the fitted terms are checked against a third measurement.
+HELD_OUT_BATCHES = (2, 9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +37,20 @@ class ModelCost:
         train_flops_per_sample: forward + backward FLOPs for one sample.
         forward_flops_per_sample: forward FLOPs for one sample.
         activation_bytes_per_sample: bytes autograd saves for backward, per sample.
-        activation_fixed_bytes: the batch-independent part of the saved bytes.
-        backward_transient_bytes_per_sample: gradient buffers alive at once during backward,
-            per sample: while autograd back-propagates through the largest activation that
-            needs a gradient it holds that activation's gradient and its input's, so twice the
-            largest saved tensor that requires grad (``bench/memory_model.py`` validates it).
+        activation_fixed_bytes: the batch-independent part of a training step's peak beyond
+            the gradients (measured with the tensor allocator, as the transient term).
+        backward_transient_bytes_per_sample: what a training step's peak holds per sample
+            beyond the saved activations, measured with the tensor allocator
+            (:func:`fedfit.cost.allocator.step_peak_bytes`): the backward pass's gradient
+            buffers in flight (and the gathered input batch), less the saved activations
+            autograd has already freed when the peak occurs; negative when those outweigh the
+            buffers (a 2-layer MLP's peak comes after its first layers' inputs are freed).
         stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured.
+        largest_param_bytes: bytes of the largest parameter tensor (what an optimiser step's
+            temporaries copy at most at once).
+        memory_error: the memory model's measured under-prediction of a training step's peak
+            at held-out micro-batches (``HELD_OUT_BATCHES``), as a share of the measured peak;
+            0 when it over-predicts there. The batch policy's default safety margin.
     """
 
     num_params: int
@@ -47,6 +61,13 @@ class ModelCost:
     activation_fixed_bytes: float
     backward_transient_bytes_per_sample: float = 0.0
     stages: tuple[StageCost, ...] = ()
+    largest_param_bytes: int = 0
+    memory_error: float = 0.0
+
+    @property
+    def peak_bytes_per_sample(self) -> float:
+        """Bytes per sample of a training step's peak: saved activations and backward buffers."""
+        return self.activation_bytes_per_sample + self.backward_transient_bytes_per_sample
 
 
 def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,29 +92,20 @@ def count_flops(model: nn.Module, spec: ModelSpec, batch: int = 2) -> tuple[floa
 
 def saved_activation_bytes(model: nn.Module, spec: ModelSpec, batch: int) -> int:
     """Bytes autograd keeps for backward on a batch, parameters excluded, each storage once."""
-    return _saved_bytes(model, spec, batch)[0]
-
-
-def _saved_bytes(model: nn.Module, spec: ModelSpec, batch: int) -> tuple[int, int]:
-    """(all saved bytes, largest saved storage that requires grad) on a batch, params excluded."""
     param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, int] = {}
-    largest = 0
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        nonlocal largest
         storage = t.untyped_storage()
         if storage.data_ptr() not in param_ptrs:
             seen[storage.data_ptr()] = storage.nbytes()
-            if t.requires_grad:
-                largest = max(largest, storage.nbytes())
         return t
 
     x, y = _sample_batch(spec, batch)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         loss = nn.functional.cross_entropy(model(x), y)
     del loss
-    return sum(seen.values()), largest
+    return sum(seen.values())
 
 
 @functools.lru_cache(maxsize=64)
@@ -102,15 +114,29 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
     model = spec.build(width)
     num_params = sum(p.numel() for p in model.parameters())
     train, forward = count_flops(model, spec)
-    (small, small_grad), (large, large_grad) = _saved_bytes(model, spec, 1), _saved_bytes(model, spec, 9)
-    per_sample = (large - small) / 8
+    lo, hi = STEP_BATCHES
+    saved = (saved_activation_bytes(model, spec, hi) - saved_activation_bytes(model, spec, lo)) / (hi - lo)
+    small, large = (step_peak_bytes(model, spec.input_shape, spec.num_classes, b) for b in STEP_BATCHES)
+    per_sample = (large - small) / (hi - lo)
+    gradients = num_params * BYTES_PER_FLOAT
+    fixed = max(0.0, small - per_sample * lo - gradients)
     return ModelCost(
         num_params=num_params,
         param_bytes=num_params * BYTES_PER_FLOAT,
         train_flops_per_sample=train,
         forward_flops_per_sample=forward,
-        activation_bytes_per_sample=per_sample,
-        activation_fixed_bytes=max(0.0, small - per_sample),
-        backward_transient_bytes_per_sample=2 * (large_grad - small_grad) / 8,
+        activation_bytes_per_sample=saved,
+        activation_fixed_bytes=fixed,
+        backward_transient_bytes_per_sample=per_sample - saved,
         stages=measure_stages(model, spec.input_shape),
+        largest_param_bytes=max((p.numel() for p in model.parameters()), default=0) * BYTES_PER_FLOAT,
+        memory_error=_held_out_error(model, spec, gradients + fixed, per_sample),
     )
+
+
+def _held_out_error(model: nn.Module, spec: ModelSpec, fixed: float, per_sample: float) -> float:
+    """Largest share by which ``fixed + per_sample·b`` under-predicts a step's measured peak
+    at the held-out micro-batches (0 when it never does)."""
+    errors = [1.0 - (fixed + per_sample * b) / measured for b in HELD_OUT_BATCHES
+              if (measured := step_peak_bytes(model, spec.input_shape, spec.num_classes, b)) > 0]
+    return max(0.0, *errors)

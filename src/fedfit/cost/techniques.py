@@ -5,9 +5,12 @@ All terms come from the measured per-stage costs (:class:`~fedfit.cost.stages.St
 output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample of stage i,
 ``B`` the micro-batch, ``g`` gradient copies and ``s`` optimiser slots per trainable parameter:
 
-- plain: ``P + P(g+s) + B (ΣA + T)`` (+ fixed activations + workspace, as :class:`MemoryModel`;
-  ``T`` the backward pass's gradient buffers per sample, charged to every plan whose backward
-  reaches the first stage: plain, checkpointing, QAT, importance, partial, pruning).
+- plain: ``P + P(g+s) + B (ΣA + T)`` (+ fixed step bytes + workspace, as :class:`MemoryModel`;
+  ``T`` the measured step's per-sample bytes beyond the saved activations — backward's
+  gradient buffers — charged (when positive) to every plan whose backward reaches the first
+  stage: plain, checkpointing, QAT, importance, partial, pruning). Every plan's peak is the
+  larger of that and its optimiser step's: the plan's state at ``B = 0`` plus the step's
+  temporaries (:meth:`MemoryModel.step_bytes`).
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
   no activations before f: ``P + P_T(g+s) + B·max(T_<f, S_f + Σ_{i>f} A_i)`` (``S_f``: what
   stage f saves run alone; ``T_<f``: the largest gradient-free forward transient of a frozen
@@ -30,6 +33,9 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
@@ -66,11 +72,6 @@ def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
     return max((s.transient_bytes for s in stages), default=0.0)
 
 
-def _activations_per_sample(t: Techniques, stages: tuple[StageCost, ...]) -> float:
-    f = _first(t, stages)
-    return max(_frozen_forward(stages[:f]), _trained_activations(t, stages, f))
-
-
 def _trained_activations(t: Techniques, stages: tuple[StageCost, ...], f: int) -> float:
     n = len(stages)
     if f >= n:
@@ -92,7 +93,10 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     """Peak of plain training with selective updating, checkpointing and QAT switched on or off."""
     t, st = plan.techniques, cost.stages
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
-    per_sample = _activations_per_sample(t, st) + _backward_buffers(t, cost)
+    f = _first(t, st)
+    # dropping or recomputing saved tensors never holds more per sample than the measured plain step
+    trained_per_sample = min(_trained_activations(t, st, f) + _backward_buffers(t, cost), cost.peak_bytes_per_sample)
+    per_sample = max(_frozen_forward(st[:f]), trained_per_sample)
     peak = cost.param_bytes + trained * _state(memory) + per_sample * plan.micro_batch
     if t.qat_bits is not None:
         peak += cost.param_bytes
@@ -103,11 +107,12 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
 
 
 def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
-    """Per-sample gradient buffers of the backward pass (:class:`MemoryModel`'s transient term)
-    when backward runs down to the first stage, where the model's largest activation sits;
-    a plan whose backward stops earlier (selective, progressive, split) is charged none, an
-    approximation that understates its peak by at most that term."""
-    return cost.backward_transient_bytes_per_sample if _first(t, cost.stages) == 0 else 0.0
+    """Per-sample gradient buffers of the backward pass (the measured step's bytes beyond the
+    saved activations, when positive) when backward runs down to the first stage, where the
+    model's largest activation sits; a plan whose backward stops earlier (selective,
+    progressive, split) is charged none, an approximation that understates its peak by at most
+    that term."""
+    return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
 
 
 def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
@@ -120,7 +125,7 @@ def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float
         kept = 1.0 - (t.sparsity or 0.0)
         resident = cost.param_bytes * kept + cost.num_params / 8 + largest  # values + bitmap + a dense layer
     active = cost.param_bytes * kept
-    per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
+    per_sample = cost.peak_bytes_per_sample
     return resident + active * (1 + _state(memory)) + largest + per_sample * plan.micro_batch
 
 
@@ -141,19 +146,48 @@ def _split_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
 
 
 def plan_peak_bytes(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> int:
-    """Predicted peak training memory of ``plan`` (equal to ``memory.peak_bytes`` when plain)."""
+    """Predicted peak training memory of ``plan`` (equal to ``memory.peak_bytes`` when plain):
+    the larger of backward's peak and the optimiser step's (resident state + its temporaries)."""
     t = plan.techniques
     if not t.active or not cost.stages:
         return memory.peak_bytes(cost, plan.micro_batch)
+    body = _body(t)
+    backward = body(memory, cost, plan) + cost.activation_fixed_bytes
+    step = body(memory, cost, dataclasses.replace(plan, micro_batch=0)) + memory.step_bytes(cost)
+    return int(max(backward, step) + memory.workspace_bytes)
+
+
+def max_plan_micro_batch(memory: MemoryModel, cost: ModelCost, techniques: Techniques, free_bytes: int,
+                         cap: int = 4096) -> int:
+    """Largest micro-batch whose peak under ``techniques`` fits ``free_bytes`` (0: not even one).
+
+    The peak grows with the micro-batch, so a bisection over ``1..cap`` finds it; a technique
+    that lowers the per-sample or fixed bytes lets it grow (what dynamic batching affords).
+    """
+    if not techniques.active or not cost.stages:
+        return memory.max_micro_batch(cost, free_bytes, cap)
+
+    def fits(micro: int) -> bool:
+        return plan_peak_bytes(memory, cost, TrainPlan(0, 0, micro, techniques=techniques)) <= free_bytes
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def _body(t: Techniques) -> Callable[[MemoryModel, ModelCost, TrainPlan], float]:
+    """The peak formula of the technique that redefines what the device holds (or the layered one)."""
     if t.keep_fraction is not None or t.sparsity is not None:
-        body = _masked_peak(memory, cost, plan)
-    elif t.progressive_stage is not None:
-        body = _progressive_peak(memory, cost, plan)
-    elif t.split_cut is not None:
-        body = _split_peak(memory, cost, plan)
-    else:
-        body = _layered_peak(memory, cost, plan)
-    return int(body + cost.activation_fixed_bytes + memory.workspace_bytes)
+        return _masked_peak
+    if t.progressive_stage is not None:
+        return _progressive_peak
+    if t.split_cut is not None:
+        return _split_peak
+    return _layered_peak
 
 
 def _layered_flops(t: Techniques, cost: ModelCost, samples: int, steps: int) -> float:

@@ -56,15 +56,15 @@ class Cohort:
         planner: writes each candidate's plan (its batch feeds readiness).
         selector: picks devices from readiness values.
         predictor: predicts task cost and affordable batch.
-        batch_readiness: the batch a device reports it can afford now for the sub-model at its
-            plan's width, from its own batch policy (the dynamic-batching planner: 0 when it
+        batch_readiness: the batch a device reports it can afford now for its plan (the
+            plan's sub-model width and memory techniques), from its own batch policy (the dynamic-batching planner: 0 when it
             would decline); ``None``: the predictor's memory-bound batch.
     """
 
     planner: Planner
     selector: Selector
     predictor: TaskPredictor
-    batch_readiness: Callable[[DeviceProfile, DeviceState, float], int] | None = None
+    batch_readiness: Callable[[TrainPlan, DeviceProfile, DeviceState], int] | None = None
 
     def invite(self, registry: Registry, candidates: Sequence[int], size: int, *, round_: int, seed: int,
                draw: int) -> list[TrainPlan]:
@@ -94,4 +94,4 @@ class Cohort:
         r = readiness(plan, profile, state, self.predictor)
         if self.batch_readiness is None:
             return r
-        return dataclasses.replace(r, affordable_batch=self.batch_readiness(profile, state, plan.width))
+        return dataclasses.replace(r, affordable_batch=self.batch_readiness(plan, profile, state))

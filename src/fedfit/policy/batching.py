@@ -5,8 +5,12 @@ bounded by free memory, compute throughput, battery, heat and the network, with 
 effective batch reached by gradient accumulation. :func:`decide_batch` applies the rules of
 :class:`BatchingRules` in one pass and records which rule bound the micro-batch:
 
-* **memory**: the largest micro-batch whose predicted peak (``MemoryModel.peak_bytes``) fits
-  ``free_memory_bytes × (1 − memory_margin)``; none fits → decline;
+* **memory**: the largest micro-batch whose predicted peak with the plan's memory techniques
+  (:func:`~fedfit.cost.techniques.plan_peak_bytes`; a technique that lowers the per-sample or
+  fixed bytes lets the batch grow) fits ``free_memory_bytes × (1 − margin)``; none fits →
+  decline. The margin is the memory model's own measured error for the model
+  (``ModelCost.memory_error``, its under-prediction of the tensor allocator's peak at held-out
+  micro-batches) unless ``memory_margin`` sets one;
 * **standard**: ``standard_batch`` is the batch of a device with nothing holding it back;
 * **compute**: no more than the smallest micro-batch reaching ``throughput_target`` of the
   utilisation curve's ceiling (larger batches only add latency and memory pressure); a busy
@@ -38,7 +42,8 @@ from dataclasses import dataclass
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
-from fedfit.types import BatchRule, DeviceProfile, DeviceState, Link, Thermal
+from fedfit.cost.techniques import max_plan_micro_batch, plan_peak_bytes
+from fedfit.types import BatchRule, DeviceProfile, DeviceState, Link, Techniques, Thermal, TrainPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +54,10 @@ class BatchingRules:
         standard_batch: micro-batch of a device with nothing holding it back.
         min_effective_batch: floor on micro-batch × accumulation.
         target_effective_batch: accumulate up to this effective batch (``None``: only the floor).
-        memory_margin: share of free memory kept back as a safety margin, in [0, 1). The
-            default 0.22 is the phone tiers' calibration (``fedfit.devices.catalogue``): an idle
-            8 / 4 / 2 GB phone then affords exactly 32 / 16 / 8 samples of the default CNN.
+        memory_margin: share of free memory kept back as a safety margin, in [0, 1); ``None``
+            (default): the memory model's measured error for the trained model
+            (``ModelCost.memory_error``), so the margin never exceeds what the model can be
+            wrong by (0 for the zoo models, which it over-predicts slightly at held-out sizes).
         throughput_target: share of the utilisation ceiling beyond which a larger micro-batch
             buys nothing (1.0 disables the rule).
         busy_cpu: background CPU load at or above which the micro-batch is halved.
@@ -71,7 +77,7 @@ class BatchingRules:
     standard_batch: int = 32
     min_effective_batch: int = 4
     target_effective_batch: int | None = None
-    memory_margin: float = 0.22
+    memory_margin: float | None = None
     throughput_target: float = 0.8
     busy_cpu: float = 0.9
     full_battery: float = 0.8
@@ -184,7 +190,7 @@ def _accumulation(micro: int, rules: BatchingRules) -> int:
 
 
 def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, memory: MemoryModel,
-                 rules: BatchingRules = BatchingRules()) -> BatchDecision:
+                 rules: BatchingRules = BatchingRules(), techniques: Techniques = Techniques()) -> BatchDecision:
     """The batch a device should train with now (pure; see the module docstring).
 
     Args:
@@ -193,6 +199,7 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
         cost: the measured model it trains.
         memory: the memory model that predicts the peak.
         rules: the policy's parameters.
+        techniques: the memory techniques of its plan (they set the peak per micro-batch).
 
     Returns:
         The decision; ``declined`` when the device is HOT or not even one sample fits.
@@ -201,7 +208,7 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
     >>> from fedfit.cost import measure
     >>> from fedfit.models import ModelSpec
     >>> from fedfit.types import DeviceState, Link, Thermal
-    >>> s = DeviceState(4_000_000, 0.9, False, 30.0, Thermal.NOMINAL, Link.WIFI, 5e7, True, 0.1)
+    >>> s = DeviceState(3_400_000, 0.9, False, 30.0, Thermal.NOMINAL, Link.WIFI, 5e7, True, 0.1)
     >>> d = decide_batch(tier("older_phone"), s, measure(ModelSpec("cnn", (1, 28, 28), 10)), MemoryModel())
     >>> d.micro_batch, d.accumulation_steps, d.bound_by.value
     (8, 1, 'memory')
@@ -209,10 +216,11 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
     memory = memory.for_device(profile)
     if state.thermal is Thermal.HOT and rules.decline_hot:
         return _declined(BatchRule.THERMAL, f"thermal: hot ({state.temperature_c} °C), training paused")
-    fits = memory.max_micro_batch(cost, int(state.free_memory_bytes * (1.0 - rules.memory_margin)))
+    margin = cost.memory_error if rules.memory_margin is None else rules.memory_margin
+    fits = max_plan_micro_batch(memory, cost, techniques, int(state.free_memory_bytes * (1.0 - margin)))
     if fits < 1:
-        return _declined(BatchRule.MEMORY, f"memory: one sample needs {memory.peak_bytes(cost, 1)} B, "
-                                           f"free {state.free_memory_bytes} B")
+        return _declined(BatchRule.MEMORY, f"memory: one sample needs {_peak(memory, cost, techniques, 1)} B, "
+                                           f"free {state.free_memory_bytes} B less a {margin:.1%} margin")
     rule, micro = min([(BatchRule.MEMORY, fits), *_caps(profile, state, rules)], key=lambda c: c[1])
     for scaled_by, factor in _scales(state, rules):
         if micro > 1 and factor < 1.0:
@@ -221,8 +229,12 @@ def decide_batch(profile: DeviceProfile, state: DeviceState, cost: ModelCost, me
     utilisation = profile.utilisation.at(micro)
     energy = profile.compute_power_w * cost.train_flops_per_sample / (profile.flops_per_s * utilisation)
     return BatchDecision(micro, _accumulation(micro, rules), epochs, fraction, rule, False,
-                         f"{rule.value} bound micro-batch {micro}", memory.peak_bytes(cost, micro),
+                         f"{rule.value} bound micro-batch {micro}", _peak(memory, cost, techniques, micro),
                          utilisation, energy)
+
+
+def _peak(memory: MemoryModel, cost: ModelCost, techniques: Techniques, micro: int) -> int:
+    return plan_peak_bytes(memory, cost, TrainPlan(0, 0, micro, techniques=techniques))
 
 
 def _declined(rule: BatchRule, reason: str) -> BatchDecision:
@@ -230,10 +242,10 @@ def _declined(rule: BatchRule, reason: str) -> BatchDecision:
 
 
 def initial_batch(profile: DeviceProfile, cost: ModelCost, memory: MemoryModel,
-                  rules: BatchingRules = BatchingRules()) -> int:
+                  rules: BatchingRules = BatchingRules(), techniques: Techniques = Techniques()) -> int:
     """The server's first suggestion from the static profile alone: the whole training budget
     free, nominal heat, full battery, a middling link (the registry's initial assignment)."""
     idle = DeviceState(free_memory_bytes=profile.training_memory_bytes, battery_fraction=None,
                        charging=None, temperature_c=None, thermal=Thermal.NOMINAL, link=Link.CELLULAR,
                        bandwidth_bps=max(rules.poor_link_bps, 1.0), online=True, cpu_utilisation=None)
-    return decide_batch(profile, idle, cost, memory, rules).micro_batch
+    return decide_batch(profile, idle, cost, memory, rules, techniques).micro_batch

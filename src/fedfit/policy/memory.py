@@ -5,7 +5,10 @@ Wraps a base planner. Mode ``all`` gives every device the configured combination
 otherwise tries the candidate techniques in order, taking the first option that fits: the
 least pruning sparsity, the deepest split cut, the device's current progressive stage. The
 planner keeps each device's progressive stage (server state), advancing it every
-``rounds_per_stage`` progressive tasks.
+``rounds_per_stage`` progressive tasks. Over dynamic batching a plan "fits" when the batch
+policy affords at least one sample with the techniques, and the chosen techniques' plan gets
+the batch they afford (:meth:`~fedfit.policy.batch_planner.DynamicBatchPlanner.refit`): a
+technique that lowers the per-sample or fixed bytes lets the batch grow.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.techniques import plan_peak_bytes
+from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.planning import Planner
 from fedfit.training.freezing import select_stages
 from fedfit.types import DeviceProfile, DeviceState, Techniques, TrainPlan
@@ -65,7 +69,7 @@ class MemoryPlanner:
 
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
         plan = self.base.plan(device_id, round_, profile, state)
-        fits = self._fits(plan, profile, state.free_memory_bytes)
+        fits = self._fits(plan, profile, state)
         chosen: Techniques | None
         if self.settings.mode == "all":
             chosen = self._combined(plan, profile, fits)
@@ -78,11 +82,20 @@ class MemoryPlanner:
             return plan
         if chosen.progressive_stage is not None:
             self.progressive_tasks[device_id] = self.progressive_tasks.get(device_id, 0) + 1
-        return dataclasses.replace(plan, techniques=chosen)
+        fitted = dataclasses.replace(plan, techniques=chosen)
+        if isinstance(self.base, DynamicBatchPlanner):  # the batch grows into what the techniques save
+            return self.base.refit(fitted, profile, state) or fitted
+        return fitted
 
-    def _fits(self, plan: TrainPlan, profile: DeviceProfile, free_bytes: int) -> Callable[[Techniques], bool]:
+    def _fits(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> Callable[[Techniques], bool]:
+        """Whether the plan fits with techniques ``t``: at its batch, or under dynamic batching,
+        whether the batch policy affords at least one sample with them."""
+        if isinstance(self.base, DynamicBatchPlanner):
+            dynamic = self.base
+            return lambda t: not dynamic.decide(profile, state, plan.width, t).declined
         cost, memory = self.costs(plan.width), self.memory.for_device(profile)
-        return lambda t: plan_peak_bytes(memory, cost, dataclasses.replace(plan, techniques=t)) <= free_bytes
+        free = state.free_memory_bytes
+        return lambda t: plan_peak_bytes(memory, cost, dataclasses.replace(plan, techniques=t)) <= free
 
     def _base(self) -> Techniques:
         return Techniques(mask_seed=self.settings.seed, edge_flops_per_s=self.settings.edge_flops_per_s)

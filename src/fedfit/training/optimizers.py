@@ -38,6 +38,17 @@ class OptimizerConfig:
             return 2
         return 1 if self.momentum > 0 else 0
 
+    @property
+    def step_temporaries(self) -> int:
+        """Parameter-sized temporaries alive at once while one tensor is updated (measured with
+        the tensor allocator, ``bench/memory_model.py``): weight decay's ``grad + wd·w`` and
+        FedProx's ``w − w_global`` one each; Adam's ``sqrt(v)`` and its bias-corrected quotient
+        two (PyTorch's per-tensor CPU implementations, which free them tensor by tensor)."""
+        decay = 1 if self.weight_decay > 0 else 0
+        if self.kind == "adam":
+            return 2 + decay
+        return max(decay, 1 if self.proximal_mu > 0 else 0)
+
 
 def make_optimizer(tensors: Iterable[torch.Tensor], lr: float, config: OptimizerConfig) -> torch.optim.Optimizer:
     """The configured optimiser over ``tensors`` (only these get state)."""

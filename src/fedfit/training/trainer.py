@@ -7,6 +7,11 @@ accumulation steps gives the same step as batch m·k. A plan re-planned every lo
 (``plan.epoch_batches``, dynamic batching) switches micro-batch and accumulation at each
 epoch boundary. Shuffling uses a generator seeded from
 (seed, device, round): the same task trains the same way in any process.
+
+The trainer keeps no avoidable copy alive (the memory model, :mod:`fedfit.cost.memory`, charges
+only what training needs): each micro-batch's samples are gathered from the local data when it
+runs, not the whole effective batch at once, and every gradient is freed before the trained
+state is copied out, so that copy never coexists with the gradients.
 """
 
 from __future__ import annotations
@@ -41,11 +46,12 @@ def _batches(n: int, plan: TrainPlan, gen: torch.Generator) -> list[tuple[torch.
     return out[: plan.max_steps] if plan.max_steps is not None else out
 
 
-def _step(micro_step: MicroStep, x: torch.Tensor, y: torch.Tensor, micro: int) -> float:
-    """Forward/backward one effective batch in micro-batches; returns the summed loss."""
+def _step(micro_step: MicroStep, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
+    """Forward/backward the effective batch ``idx`` of (x, y) in micro-batches, gathering each
+    micro-batch's samples only when it runs; returns the summed loss."""
     total = 0.0
-    for xs, ys in zip(x.split(micro), y.split(micro), strict=True):
-        total += float(micro_step(xs, ys, len(x))) * len(x)
+    for part in idx.split(micro):
+        total += float(micro_step(x[part], y[part], len(idx))) * len(idx)
     return total
 
 
@@ -56,6 +62,14 @@ def _add_proximal_gradient(model: nn.Module, anchor: list[torch.Tensor], mu: flo
         for p, p0 in zip(model.parameters(), anchor, strict=True):
             if p.grad is not None:
                 p.grad.add_(p - p0, alpha=mu)
+
+
+def _proximal_anchor(model: nn.Module, params: Params, plan: TrainPlan) -> list[torch.Tensor]:
+    """FedProx's anchor: the starting point, which the caller already holds for a plain plan (no
+    copy); a technique may change the weights it starts from (pruning), so they are copied."""
+    if not plan.techniques.active:
+        return [params[name] for name, _ in model.named_parameters()]
+    return [p.detach().clone() for p in model.parameters()]
 
 
 def train(
@@ -87,15 +101,17 @@ def train(
     program = build_program(model, plan, optimizer, x, y)
     gen = task_generator(seed, plan.device_id, plan.round)
     loss_sum, samples, steps = 0.0, 0, 0
-    anchor = [p.detach().clone() for p in model.parameters()] if optimizer.proximal_mu > 0 else []
+    anchor = _proximal_anchor(model, params, plan) if optimizer.proximal_mu > 0 else []
     for idx, micro in _batches(len(x), plan, gen):
         program.zero_grad()
-        loss_sum += _step(program.micro_step, x[idx], y[idx], micro)
+        loss_sum += _step(program.micro_step, x, y, idx, micro)
         if anchor:
             _add_proximal_gradient(model, anchor, optimizer.proximal_mu)
         program.step()
         samples += len(idx)
         steps += 1
+    program.zero_grad()
+    model.zero_grad(set_to_none=True)  # no gradient outlives training: the copy below needs the room
     new_params, masks = program.finish()
     return Update(
         device_id=plan.device_id,
