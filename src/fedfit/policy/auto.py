@@ -1,0 +1,175 @@
+"""``auto``: the run's strategy chosen from what a deployment knows, not tuned by hand.
+
+Pure rules over one :class:`DeviceOutlook` per device — its training-memory budget, the bytes
+one sample and the fixed part of a step need (memory model), its predicted task time on its
+reported state (cost model: download at its reported bandwidth, one epoch, upload) and its data
+size. Nothing here reads a data set's or a tier's name. The per-device, per-round choices (batch
+and accumulation from the reported state, which memory technique, which width, how many local
+epochs) are made by the planners these rules switch on; this module decides which planners run
+and with what run-wide parameters (see the README section "auto"):
+
+1. **Batch**: dynamic batching always; the memory margin is the default unless that would
+   exclude a device that fits one sample, then 90% of the smallest such headroom.
+2. **Memory technique**: per-device technique fitting (``memory.mode: auto``) only when some
+   device cannot fit one sample of the plain model.
+3. **Deadline**: 1.25 × the 75th percentile of the predicted task times of devices that can
+   train; **over-selection**: the shortfall of devices predicted to meet it, capped at 1.
+4. **Width**: capability widths (each device the widest sub-model that meets the deadline and
+   its memory) only when some trainable device is predicted to miss the deadline by 2×.
+5. **Sync vs async**: FedBuff when the predicted task times of trainable devices span more than
+   ``async_spread`` (90th / 10th percentile) and at least ``2 × buffer`` devices can train;
+   otherwise synchronous rounds with the deadline.
+6. **Local work**: one epoch (more local epochs drift on skewed data, and nothing a deployment
+   knows before the run says the data are not skewed).
+7. **Fairness weights**: participation-interval weighting when devices are predicted to join at
+   unequal rates (some miss the deadline, or async); loss-weighted q-FFL stays off.
+8. **Selection**: every round, devices whose reported state says they cannot train now (offline,
+   battery under 20%, hot) sit out, and the cohort is stratified across device groups so every
+   group is invited; devices with no plain batch are deferred too unless rule 2 gives them a
+   technique.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Memory margin used when no device is pushed out by it (the batch policy's default).
+DEFAULT_MARGIN = 0.22
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceOutlook:
+    """What the server knows of one device before it plans: all from profile, report and models.
+
+    Attributes:
+        budget_bytes: training memory the device reports free at rest (its profile's budget).
+        fixed_bytes: predicted peak of a plain step at micro-batch 0 (weights, gradients, optimiser,
+            workspace) on this device.
+        sample_bytes: predicted peak bytes each further sample adds.
+        task_s: predicted seconds of one plain task at the largest batch it fits (≤ the standard
+            batch): download at the reported bandwidth, one epoch, upload; ``inf``: none fits or
+            the device reports no link.
+        num_examples: local training samples.
+    """
+
+    budget_bytes: int
+    fixed_bytes: int
+    sample_bytes: float
+    task_s: float
+    num_examples: int
+
+    @property
+    def fits_one(self) -> bool:
+        """One sample of the plain model fits the budget (no margin)."""
+        return self.fixed_bytes + self.sample_bytes <= self.budget_bytes
+
+    @property
+    def headroom(self) -> float:
+        """Share of the budget left after one sample: 1 − (fixed + sample) / budget (≤ 0: none fits)."""
+        if self.budget_bytes <= 0:
+            return 0.0
+        return 1.0 - (self.fixed_bytes + self.sample_bytes) / self.budget_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AutoDecision:
+    """The run-wide choices of ``auto`` and why each was made.
+
+    Attributes:
+        mode: ``sync`` or ``async`` (FedBuff).
+        deadline_s: a sync round's deadline (``None``: no trainable device's time is known).
+        over_selection: extra share of devices invited per round.
+        buffer_size: FedBuff's updates per version (async).
+        memory_margin: the batch policy's share of free memory kept back.
+        memory_mode: ``off`` or ``auto`` (techniques for devices that need them).
+        width_mode: ``fixed`` (full model) or ``capability``.
+        participation: ``none`` or ``interval`` (FedAU participation weighting).
+        defer_unfit: defer devices whose reported state affords no plain batch (rule 8).
+        reasons: one line per decision, for the summary.
+    """
+
+    mode: str
+    deadline_s: float | None
+    over_selection: float
+    buffer_size: int
+    memory_margin: float
+    memory_mode: str
+    width_mode: str
+    participation: str
+    defer_unfit: bool
+    reasons: tuple[str, ...]
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` by linear interpolation between order statistics."""
+    if not values:
+        raise ValueError("quantile of no values")
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def choose_margin(devices: Sequence[DeviceOutlook], default: float = DEFAULT_MARGIN) -> float:
+    """``default``, or 90% of the smallest headroom of a device that fits one sample if smaller."""
+    headrooms = [d.headroom for d in devices if d.fits_one]
+    if not headrooms:
+        return default
+    return min(default, 0.9 * min(headrooms))
+
+
+def choose_deadline(devices: Sequence[DeviceOutlook]) -> float | None:
+    """1.25 × the 75th percentile of the finite predicted task times (``None``: none finite)."""
+    times = [d.task_s for d in devices if math.isfinite(d.task_s)]
+    return 1.25 * quantile(times, 0.75) if times else None
+
+
+def choose_over_selection(devices: Sequence[DeviceOutlook], deadline_s: float | None, cap: float = 1.0) -> float:
+    """Invite 1/p times as many, p the share of devices predicted to finish by the deadline."""
+    if deadline_s is None or not devices:
+        return 0.0
+    on_time = sum(1 for d in devices if d.task_s <= deadline_s) / len(devices)
+    if on_time == 0:
+        return cap
+    return min(cap, round(1.0 / on_time - 1.0, 3))
+
+
+def choose_mode(devices: Sequence[DeviceOutlook], buffer_size: int, async_spread: float) -> str:
+    """``async`` when trainable devices' times span more than ``async_spread`` and enough can train."""
+    times = [d.task_s for d in devices if math.isfinite(d.task_s)]
+    if len(times) < 2 * buffer_size or len(times) < 2:
+        return "sync"
+    fast = quantile(times, 0.1)
+    return "async" if fast > 0 and quantile(times, 0.9) / fast > async_spread else "sync"
+
+
+def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_spread: float = 50.0) -> AutoDecision:
+    """Every run-wide choice of ``auto`` for this fleet (rules 1–7 of the module docstring)."""
+    trainable = [d for d in devices if math.isfinite(d.task_s)]
+    buffer = max(1, min(clients_per_round, len(trainable) // 2))
+    mode = choose_mode(devices, buffer, async_spread)
+    deadline = choose_deadline(devices)
+    over = choose_over_selection(devices, deadline) if mode == "sync" else 0.0
+    slow = deadline is not None and any(d.task_s > 2 * deadline for d in trainable)
+    unequal = mode == "async" or (deadline is not None and any(d.task_s > deadline for d in trainable))
+    needs_memory = any(not d.fits_one for d in devices)
+    margin = choose_margin(devices)
+    reasons = (
+        f"batch: dynamic, margin {margin:.3f} (smallest headroom of a device fitting one sample)",
+        f"memory: {'auto, ' if needs_memory else 'off, no '}device cannot fit one sample of the plain model",
+        f"deadline: {'none' if deadline is None else f'{deadline:.1f} s'} (1.25 × p75 of predicted task times)",
+        f"over-selection: {over:.2f} (shortfall of devices predicted on time)",
+        f"width: {'capability' if slow else 'full'} ({'some' if slow else 'no'} device predicted at 2× the deadline)",
+        f"mode: {mode} (p90/p10 of predicted task times vs {async_spread:g}; buffer {buffer})",
+        f"weights: participation {'interval' if unequal else 'none'} (unequal predicted participation)",
+        f"selection: defer offline / low battery / hot{', no plain batch' if not needs_memory else ''}; "
+        "stratified across device groups",
+    )
+    return AutoDecision(mode=mode, deadline_s=deadline if mode == "sync" else None, over_selection=over,
+                        buffer_size=buffer, memory_margin=margin, memory_mode="auto" if needs_memory else "off",
+                        width_mode="capability" if slow else "fixed",
+                        participation="interval" if unequal else "none", defer_unfit=not needs_memory,
+                        reasons=reasons)
