@@ -81,14 +81,16 @@ def overrides(decision: AutoDecision) -> dict[str, Any]:
     """The dotted config overrides that switch on the planners ``decision`` chose."""
     return {
         "batching.mode": "dynamic", "batching.selection": "uniform",
-        "batching.memory_margin": decision.memory_margin,
+        "batching.memory_margin": decision.memory_margin, "batching.standard_batch": decision.standard_batch,
         "orchestration.mode": decision.mode, "orchestration.deadline_s": decision.deadline_s,
         "orchestration.over_selection": decision.over_selection, "orchestration.weighting": "samples",
         "asynchronous.algorithm": "fedbuff", "asynchronous.buffer_size": decision.buffer_size,
         "memory.mode": decision.memory_mode, "memory.techniques": [],
         "width.mode": decision.width_mode, "width.indices": "prefix",
         "aggregation.participation.kind": decision.participation, "aggregation.fairness_q": 0.0,
-        "local_work.kind": "fixed", "selection.kind": "compute_aware", "selection.stratify": True,
+        "local_work.kind": "fixed" if decision.epoch_budget_s is None else "budget",
+        "local_work.budget_s": decision.epoch_budget_s or 10.0, "local_work.min_epochs": 1,
+        "local_work.max_epochs": decision.max_epochs, "selection.kind": "compute_aware", "selection.stratify": True,
         "selection.defer.require_batch": decision.defer_unfit,
     }
 

@@ -8,8 +8,12 @@ and accumulation from the reported state, which memory technique, which width, h
 epochs) are made by the planners these rules switch on; this module decides which planners run
 and with what run-wide parameters (see the README section "auto"):
 
-1. **Batch**: dynamic batching always; the memory margin is the default unless that would
-   exclude a device that fits one sample, then 90% of the smallest such headroom.
+1. **Batch**: dynamic batching always (each device, each local epoch, the largest micro-batch its
+   reported state affords, accumulation up to the effective minimum); its standard batch is the
+   largest power of two in [4, 32] that still gives the median device ``min_steps`` (10)
+   optimiser steps per epoch (small local data sets learn per step, not per sample); the memory
+   margin is the default unless that would exclude a device that fits one sample, then 90% of
+   the smallest such headroom.
 2. **Memory technique**: per-device technique fitting (``memory.mode: auto``) only when some
    device cannot fit one sample of the plain model.
 3. **Deadline**: 1.25 × the 75th percentile of the predicted task times of devices that can
@@ -19,8 +23,9 @@ and with what run-wide parameters (see the README section "auto"):
 5. **Sync vs async**: FedBuff when the predicted task times of trainable devices span more than
    ``async_spread`` (90th / 10th percentile) and at least ``2 × buffer`` devices can train;
    otherwise synchronous rounds with the deadline.
-6. **Local work**: one epoch (more local epochs drift on skewed data, and nothing a deployment
-   knows before the run says the data are not skewed).
+6. **Local work**: a round lasts until its deadline anyway, so a device may spend half of it
+   computing: local epochs from a compute budget of 0.5 × the deadline (async: 0.5 × the median
+   predicted task time), between 1 and 3 epochs (the cap bounds client drift on skewed data).
 7. **Fairness weights**: participation-interval weighting when devices are predicted to join at
    unequal rates (some miss the deadline, or async); loss-weighted q-FFL stays off.
 8. **Selection**: every round, devices whose reported state says they cannot train now (offline,
@@ -82,6 +87,9 @@ class AutoDecision:
         deadline_s: a sync round's deadline (``None``: no trainable device's time is known).
         over_selection: extra share of devices invited per round.
         buffer_size: FedBuff's updates per version (async).
+        standard_batch: the batch a device uses when nothing limits it.
+        epoch_budget_s: compute seconds that set each task's local epochs (``None``: one epoch).
+        max_epochs: the most local epochs a task runs.
         memory_margin: the batch policy's share of free memory kept back.
         memory_mode: ``off`` or ``auto`` (techniques for devices that need them).
         width_mode: ``fixed`` (full model) or ``capability``.
@@ -94,6 +102,9 @@ class AutoDecision:
     deadline_s: float | None
     over_selection: float
     buffer_size: int
+    standard_batch: int
+    epoch_budget_s: float | None
+    max_epochs: int
     memory_margin: float
     memory_mode: str
     width_mode: str
@@ -119,6 +130,17 @@ def choose_margin(devices: Sequence[DeviceOutlook], default: float = DEFAULT_MAR
     if not headrooms:
         return default
     return min(default, 0.9 * min(headrooms))
+
+
+def choose_batch(devices: Sequence[DeviceOutlook], min_steps: int = 10, low: int = 4, high: int = 32) -> int:
+    """Largest power of two in [low, high] with ≥ ``min_steps`` steps per epoch on the median device."""
+    if not devices:
+        return high
+    median = quantile([float(d.num_examples) for d in devices], 0.5)
+    batch = high
+    while batch > low and median / batch < min_steps:
+        batch //= 2
+    return batch
 
 
 def choose_deadline(devices: Sequence[DeviceOutlook]) -> float | None:
@@ -157,11 +179,16 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_sprea
     unequal = mode == "async" or (deadline is not None and any(d.task_s > deadline for d in trainable))
     needs_memory = any(not d.fits_one for d in devices)
     margin = choose_margin(devices)
+    batch = choose_batch(devices)
+    finite = [d.task_s for d in trainable]
+    budget = 0.5 * (deadline if mode == "sync" and deadline is not None else quantile(finite, 0.5)) \
+        if finite else None
     reasons = (
-        f"batch: dynamic, margin {margin:.3f} (smallest headroom of a device fitting one sample)",
+        f"batch: dynamic, standard {batch} (≥ 10 steps per epoch on the median device), margin {margin:.3f}",
         f"memory: {'auto, ' if needs_memory else 'off, no '}device cannot fit one sample of the plain model",
         f"deadline: {'none' if deadline is None else f'{deadline:.1f} s'} (1.25 × p75 of predicted task times)",
         f"over-selection: {over:.2f} (shortfall of devices predicted on time)",
+        f"local work: {'1 epoch' if budget is None else f'1-3 epochs in {budget:.2f} s of compute'}",
         f"width: {'capability' if slow else 'full'} ({'some' if slow else 'no'} device predicted at 2× the deadline)",
         f"mode: {mode} (p90/p10 of predicted task times vs {async_spread:g}; buffer {buffer})",
         f"weights: participation {'interval' if unequal else 'none'} (unequal predicted participation)",
@@ -169,7 +196,8 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_sprea
         "stratified across device groups",
     )
     return AutoDecision(mode=mode, deadline_s=deadline if mode == "sync" else None, over_selection=over,
-                        buffer_size=buffer, memory_margin=margin, memory_mode="auto" if needs_memory else "off",
+                        buffer_size=buffer, standard_batch=batch, epoch_budget_s=budget,
+                        max_epochs=3, memory_margin=margin, memory_mode="auto" if needs_memory else "off",
                         width_mode="capability" if slow else "fixed",
                         participation="interval" if unequal else "none", defer_unfit=not needs_memory,
                         reasons=reasons)
