@@ -188,7 +188,7 @@ def main() -> None:
     args = p.parse_args()
     fleets = random_fleets(args.generator_seed, args.fleets, list(TIERS), footprint, args.rounds, args.train_samples,
                            args.datasets)
-    print(f"times to target in virtual seconds; target = {args.target_share} × best accuracy of any run")
+    print(f"times to target in virtual seconds; target = {args.target_share} × best accuracy of auto or a single technique")
     print(f"{'fleet/seed':22} {'target':5} {'auto':>7} {'tuned':>7} {'dynamic':>7} {'width':>7} {'memory':>7} "
           f"{'fedbuff':>7} {'tuned/auto':>7} {'auto/best1':>6}  chosen grid point")
     table: list[dict[str, Any]] = []

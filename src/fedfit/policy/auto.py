@@ -36,6 +36,7 @@ and with what run-wide parameters (see the README section "auto"):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -169,35 +170,40 @@ def choose_mode(devices: Sequence[DeviceOutlook], buffer_size: int, async_spread
 
 
 def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_spread: float = 50.0) -> AutoDecision:
-    """Every run-wide choice of ``auto`` for this fleet (rules 1–7 of the module docstring)."""
-    trainable = [d for d in devices if math.isfinite(d.task_s)]
+    """Every run-wide choice of ``auto`` for this fleet (rules 1–8 of the module docstring)."""
+    trainable = [d.task_s for d in devices if math.isfinite(d.task_s)]
     buffer = max(1, min(clients_per_round, len(trainable) // 2))
     mode = choose_mode(devices, buffer, async_spread)
     deadline = choose_deadline(devices)
-    over = choose_over_selection(devices, deadline) if mode == "sync" else 0.0
-    slow = deadline is not None and any(d.task_s > 2 * deadline for d in trainable)
-    unequal = mode == "async" or (deadline is not None and any(d.task_s > deadline for d in trainable))
     needs_memory = any(not d.fits_one for d in devices)
-    margin = choose_margin(devices)
-    batch = choose_batch(devices)
-    finite = [d.task_s for d in trainable]
-    budget = 0.5 * (deadline if mode == "sync" and deadline is not None else quantile(finite, 0.5)) \
-        if finite else None
-    reasons = (
-        f"batch: dynamic, standard {batch} (≥ 10 steps per epoch on the median device), margin {margin:.3f}",
-        f"memory: {'auto, ' if needs_memory else 'off, no '}device cannot fit one sample of the plain model",
-        f"deadline: {'none' if deadline is None else f'{deadline:.1f} s'} (1.25 × p75 of predicted task times)",
-        f"over-selection: {over:.2f} (shortfall of devices predicted on time)",
-        f"local work: {'1 epoch' if budget is None else f'1-3 epochs in {budget:.2f} s of compute'}",
-        f"width: {'capability' if slow else 'full'} ({'some' if slow else 'no'} device predicted at 2× the deadline)",
-        f"mode: {mode} (p90/p10 of predicted task times vs {async_spread:g}; buffer {buffer})",
-        f"weights: participation {'interval' if unequal else 'none'} (unequal predicted participation)",
-        f"selection: defer offline / low battery / hot{', no plain batch' if not needs_memory else ''}; "
-        "stratified across device groups",
+    budget = None
+    if trainable:
+        budget = 0.5 * (deadline if mode == "sync" and deadline is not None else quantile(trainable, 0.5))
+    late = deadline is not None and any(t > deadline for t in trainable)
+    decision = AutoDecision(
+        mode=mode, deadline_s=deadline if mode == "sync" else None,
+        over_selection=choose_over_selection(devices, deadline) if mode == "sync" else 0.0,
+        buffer_size=buffer, standard_batch=choose_batch(devices), epoch_budget_s=budget, max_epochs=3,
+        memory_margin=choose_margin(devices), memory_mode="auto" if needs_memory else "off",
+        width_mode="capability" if deadline is not None and any(t > 2 * deadline for t in trainable) else "fixed",
+        participation="interval" if mode == "async" or late else "none", defer_unfit=not needs_memory, reasons=())
+    return dataclasses.replace(decision, reasons=explain(decision, async_spread))
+
+
+def explain(d: AutoDecision, async_spread: float) -> tuple[str, ...]:
+    """One line per rule: what ``d`` chose and the fact it rests on."""
+    deadline = "none" if d.deadline_s is None else f"{d.deadline_s:.2f} s"
+    work = "1 epoch" if d.epoch_budget_s is None else f"1-{d.max_epochs} epochs in {d.epoch_budget_s:.2f} s of compute"
+    return (
+        f"batch: dynamic, standard {d.standard_batch} (>= 10 steps per epoch on the median device), "
+        f"memory margin {d.memory_margin:.3f}",
+        f"memory: {d.memory_mode} ({'some' if d.memory_mode == 'auto' else 'no'} device cannot fit one plain sample)",
+        f"deadline: {deadline} (1.25 x p75 of predicted task times; none in async mode)",
+        f"over-selection: {d.over_selection:.2f} (shortfall of devices predicted on time)",
+        f"local work: {work}",
+        f"width: {d.width_mode} (capability when a device is predicted past 2x the deadline)",
+        f"mode: {d.mode} (async when p90/p10 of predicted task times > {async_spread:g}; buffer {d.buffer_size})",
+        f"weights: participation {d.participation} (interval when predicted participation is unequal)",
+        f"selection: compute-aware, stratified; defer offline / low battery / hot"
+        f"{' / no plain batch' if d.defer_unfit else ''}",
     )
-    return AutoDecision(mode=mode, deadline_s=deadline if mode == "sync" else None, over_selection=over,
-                        buffer_size=buffer, standard_batch=batch, epoch_budget_s=budget,
-                        max_epochs=3, memory_margin=margin, memory_mode="auto" if needs_memory else "off",
-                        width_mode="capability" if slow else "fixed",
-                        participation="interval" if unequal else "none", defer_unfit=not needs_memory,
-                        reasons=reasons)
