@@ -178,14 +178,19 @@ def main() -> None:
     p.add_argument("--generator-seed", type=int, default=11)
     p.add_argument("--fleets", type=int, default=8)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--train-samples", type=int, default=1500)
+    p.add_argument("--rounds", type=int, default=12)
+    p.add_argument("--train-samples", type=int, default=800)
     p.add_argument("--target-share", type=float, default=0.8)
     p.add_argument("--hang-s", type=int, default=120, help="CPU seconds after which a run counts as a hang")
     p.add_argument("--datasets", nargs="+", default=["digits", "synthetic"],
                    help="data sets to draw from (fashion_mnist needs its IDX files at data.path)")
+    p.add_argument("--only", type=int, nargs="+", help="run only these fleet indices (to split the work)")
     p.add_argument("--json", help="write every figure to this file")
+    p.add_argument("--merge", nargs="+", metavar="JSON", help="print the summary of earlier --json files and exit")
     args = p.parse_args()
+    if args.merge:
+        _merge(args.merge)
+        return
     fleets = random_fleets(args.generator_seed, args.fleets, list(TIERS), footprint, args.rounds, args.train_samples,
                            args.datasets)
     print(f"times to target in virtual seconds; target = {args.target_share} × best accuracy of auto or a single technique")
@@ -193,6 +198,8 @@ def main() -> None:
           f"{'fedbuff':>7} {'tuned/auto':>7} {'auto/best1':>6}  chosen grid point")
     table: list[dict[str, Any]] = []
     for i, raw_cfg in enumerate(fleets):
+        if args.only is not None and i not in args.only:
+            continue
         print(f"fleet{i}: {_describe(raw_cfg)}", flush=True)
         for seed in args.seeds:
             t0 = time.perf_counter()
@@ -203,10 +210,17 @@ def main() -> None:
             table.append({"fleet": i, "seed": seed, "score": sc, "auto": raw["runs"]["auto"],
                           "hangs": [n for n, r in raw["runs"].items() if r["hang"]] +
                           [f"grid{k}" for k, r in enumerate(raw["grid"]) if r["hang"]]})
+            if args.json:  # after every row, so a stopped run keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump({"args": vars(args), "fleets": fleets, "table": table}, f, indent=1, default=str)
     _print_summary(table, fleets)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "fleets": fleets, "table": table}, f, indent=1, default=str)
+
+
+def _merge(paths: list[str]) -> None:
+    """The summary over several ``--json`` files of the same generator (fleets split across runs)."""
+    parts = [json.load(open(path)) for path in paths]
+    table = [row for part in parts for row in part["table"]]
+    _print_summary(table, parts[0]["fleets"])
 
 
 def _median_or_none(values: list[float]) -> float | None:
@@ -215,7 +229,7 @@ def _median_or_none(values: list[float]) -> float | None:
 
 def _print_summary(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) -> None:
     per_fleet = []
-    for i in range(len(fleets)):
+    for i in sorted({r["fleet"] for r in table}):
         rows = [r for r in table if r["fleet"] == i]
         ratios = [r["score"]["vs_tuned"] for r in rows if r["score"]["vs_tuned"] is not None]
         per_fleet.append(_median_or_none(ratios))

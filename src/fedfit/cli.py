@@ -154,7 +154,8 @@ def _tuned(base: ExperimentConfig, console: Console, quiet: bool) -> tuple[Exper
             t.add_column(col)
         for r in results:
             q = "none" if r.point.quantile is None else f"p{r.point.quantile * 100:.0f} = {r.point.deadline_s:.1f} s"
-            t.add_row(str(r.point.batch), q, f"{r.point.over_selection:g}", _fmt_time(r.time_to_target_s),
+            reached = "not reached" if r.time_to_target_s is None else f"{r.time_to_target_s:.1f} s"
+            t.add_row(str(r.point.batch), q, f"{r.point.over_selection:g}", reached,
                       f"{r.final_accuracy:.4f}")
         console.print(t)
     config = with_overrides(base, chosen.point.overrides()).model_copy(update={"name": f"{base.name}:{TUNED}"})
