@@ -115,7 +115,11 @@ class AutoDecision:
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile of ``values`` by linear interpolation between order statistics."""
+    """The ``q`` quantile of ``values`` by linear interpolation between order statistics.
+
+    >>> quantile([4.0, 1.0, 3.0, 2.0], 0.75)  # position 0.75 × 3 = 2.25: 3 + 0.25 × (4 − 3)
+    3.25
+    """
     if not values:
         raise ValueError("quantile of no values")
     ordered = sorted(values)
@@ -134,7 +138,11 @@ def choose_margin(devices: Sequence[DeviceOutlook], default: float = DEFAULT_MAR
 
 
 def choose_batch(devices: Sequence[DeviceOutlook], min_steps: int = 10, low: int = 4, high: int = 32) -> int:
-    """Largest power of two in [low, high] with ≥ ``min_steps`` steps per epoch on the median device."""
+    """Largest power of two in [low, high] with ≥ ``min_steps`` steps per epoch on the median device.
+
+    >>> choose_batch([DeviceOutlook(1, 0, 0.0, 1.0, n) for n in (40, 80, 300)])  # 80 / 8 = 10 steps
+    8
+    """
     if not devices:
         return high
     median = quantile([float(d.num_examples) for d in devices], 0.5)
