@@ -40,6 +40,7 @@ from fedfit.cost import MemoryModel, measure
 from fedfit.data import build_federated_data
 from fedfit.devices import TIERS
 from fedfit.devices.random_fleets import random_fleets
+from fedfit.errors import PlanError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import RunResult, run
@@ -95,6 +96,8 @@ def _run(config: ExperimentConfig, hang_s: int, stop_at: float | None = None) ->
             return _record(run(config, on_round=on_round))
     except Hang:
         return {"hang": True}
+    except PlanError as err:  # a technique the model does not support (e.g. width on logreg)
+        return {"hang": False, "error": str(err), "curve": [], "best": 0.0, "final": 0.0, "virtual_s": 0.0}
     except Reached:
         return {"hang": False, "curve": curve, "best": max(a for _, a in curve), "final": curve[-1][1],
                 "virtual_s": curve[-1][0], "stopped": True}
@@ -209,7 +212,8 @@ def main() -> None:
             _print_row(f"fleet{i}/s{seed} ({time.perf_counter() - t0:.0f}s)", sc, raw)
             table.append({"fleet": i, "seed": seed, "score": sc, "auto": raw["runs"]["auto"],
                           "hangs": [n for n, r in raw["runs"].items() if r["hang"]] +
-                          [f"grid{k}" for k, r in enumerate(raw["grid"]) if r["hang"]]})
+                          [f"grid{k}" for k, r in enumerate(raw["grid"]) if r["hang"]],
+                          "errors": {n: r["error"] for n, r in raw["runs"].items() if r.get("error")}})
             if args.json:  # after every row, so a stopped run keeps what it measured
                 with open(args.json, "w") as f:
                     json.dump({"args": vars(args), "fleets": fleets, "table": table}, f, indent=1, default=str)
@@ -244,6 +248,8 @@ def _print_summary(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) ->
     print(f"runs where auto is > 10% slower than the best single technique: {over} of {len(table)}")
     print(f"auto out-of-memory failures: {sum(r['auto'].get('oom', 0) for r in table)}; "
           f"hangs: {sum(len(r['hangs']) for r in table)} ({[h for r in table for h in r['hangs']]})")
+    errors = [(r["fleet"], r["seed"], n, e) for r in table for n, e in r.get("errors", {}).items()]
+    print(f"runs that stopped with a plan error (counted as not reaching the target): {errors or 'none'}")
     never = [(r["fleet"], r["seed"], t) for r in table for t, n in fleets[r["fleet"]]["fleet"]["tiers"].items()
              if n > 0 and not r["auto"].get("invited", {}).get(t)]
     print(f"tiers never invited by auto: {never or 'none'}")

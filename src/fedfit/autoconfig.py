@@ -104,5 +104,6 @@ def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states:
     predictor = TaskPredictor(costs, memory, num_examples)
     standard = config.batching.standard_batch or config.training.batch_size
     devices = outlooks(profiles, states, predictor, standard, config.training.lr)
-    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_spread)
+    scalable = costs(0.5).num_params < costs(1.0).num_params
+    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_spread, scalable)
     return with_overrides(config, overrides(decision)), decision

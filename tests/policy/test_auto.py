@@ -75,3 +75,8 @@ def test_decide_slow_device_gets_width_and_interval_weights() -> None:
     d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2)
     # deadline 1.25 × p75(1, 1, 1, 10) = 1.25 × 3.25; 10 s > 2 × 4.06 s
     assert d.width_mode == "capability" and d.participation == "interval" and d.memory_mode == "off"
+
+
+def test_no_width_for_a_model_without_one() -> None:
+    d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2, scalable_width=False)
+    assert d.width_mode == "fixed" and d.participation == "interval"

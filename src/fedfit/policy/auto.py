@@ -19,7 +19,8 @@ and with what run-wide parameters (see the README section "auto"):
 3. **Deadline**: 1.25 × the 75th percentile of the predicted task times of devices that can
    train; **over-selection**: the shortfall of devices predicted to meet it, capped at 1.
 4. **Width**: capability widths (each device the widest sub-model that meets the deadline and
-   its memory) only when some trainable device is predicted to miss the deadline by 2×.
+   its memory) only when some trainable device is predicted to miss the deadline by 2× and the
+   model has a width to scale (a narrower model has fewer parameters).
 5. **Sync vs async**: FedBuff when the predicted task times of trainable devices span more than
    ``async_spread`` (90th / 10th percentile) and at least ``2 × buffer`` devices can train;
    otherwise synchronous rounds with the deadline.
@@ -177,8 +178,16 @@ def choose_mode(devices: Sequence[DeviceOutlook], buffer_size: int, async_spread
     return "async" if fast > 0 and quantile(times, 0.9) / fast > async_spread else "sync"
 
 
-def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_spread: float = 50.0) -> AutoDecision:
-    """Every run-wide choice of ``auto`` for this fleet (rules 1–8 of the module docstring)."""
+def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_spread: float = 50.0,
+           scalable_width: bool = True) -> AutoDecision:
+    """Every run-wide choice of ``auto`` for this fleet (rules 1–8 of the module docstring).
+
+    Args:
+        devices: one outlook per device.
+        clients_per_round: k, the updates a round (or FedBuff's buffer at most) waits for.
+        async_spread: p90/p10 of predicted task times above which FedBuff runs.
+        scalable_width: whether the model has a width to scale (rule 4).
+    """
     trainable = [d.task_s for d in devices if math.isfinite(d.task_s)]
     buffer = max(1, min(clients_per_round, len(trainable) // 2))
     mode = choose_mode(devices, buffer, async_spread)
@@ -188,12 +197,13 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_sprea
     if trainable:
         budget = 0.5 * (deadline if mode == "sync" and deadline is not None else quantile(trainable, 0.5))
     late = deadline is not None and any(t > deadline for t in trainable)
+    slow = scalable_width and deadline is not None and any(t > 2 * deadline for t in trainable)
     decision = AutoDecision(
         mode=mode, deadline_s=deadline if mode == "sync" else None,
         over_selection=choose_over_selection(devices, deadline) if mode == "sync" else 0.0,
         buffer_size=buffer, standard_batch=choose_batch(devices), epoch_budget_s=budget, max_epochs=3,
         memory_margin=choose_margin(devices), memory_mode="auto" if needs_memory else "off",
-        width_mode="capability" if deadline is not None and any(t > 2 * deadline for t in trainable) else "fixed",
+        width_mode="capability" if slow else "fixed",
         participation="interval" if mode == "async" or late else "none", defer_unfit=not needs_memory, reasons=())
     return dataclasses.replace(decision, reasons=explain(decision, async_spread))
 
