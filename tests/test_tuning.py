@@ -36,3 +36,14 @@ def test_grid_point_overrides_are_plain_fedavg() -> None:
     o = GridPoint(16, 0.5, 2.0, 0.3).overrides()
     assert o["training.batch_size"] == 16 and o["batching.mode"] == "fixed" and o["auto.enabled"] is False
     assert o["orchestration.deadline_s"] == 2.0 and o["orchestration.over_selection"] == 0.3
+
+
+def test_grid_point_undoes_what_the_base_config_chose() -> None:
+    from fedfit.config import parse_config, with_overrides
+
+    base = parse_config({"selection": {"kind": "oort"}, "memory": {"mode": "all", "techniques": ["checkpointing"]},
+                         "width": {"mode": "capability"}, "aggregation": {"fairness_q": 1.0},
+                         "auto": {"enabled": True}, "local_work": {"kind": "budget"}})
+    c = with_overrides(base, GridPoint(8, None, None, 0.0).overrides())
+    assert (c.selection.kind, c.memory.mode, c.width.mode, c.local_work.kind) == ("uniform", "off", "fixed", "fixed")
+    assert c.aggregation.fairness_q == 0.0 and not c.auto.enabled and c.training.batch_size == 8

@@ -1,6 +1,7 @@
 """``fedavg-tuned``: FedAvg as a competent user would run it, chosen by a small grid.
 
-Plain synchronous FedAvg (uniform selection, fixed batch, one local epoch) over a grid of
+Plain synchronous FedAvg (uniform selection, fixed batch, the config's local epochs, full model,
+no memory technique, sample-weighted mean) over a grid of
 fixed batch × deadline × over-selection on the same fleet and seed. Deadlines come from the
 predicted task times of plain FedAvg at that batch (devices that run out of memory at that batch
 left out): none, their median, their 90th percentile. Over-selection is 0 or 0.3. The chosen
@@ -42,7 +43,11 @@ class GridPoint:
         """Dotted config overrides of plain FedAvg at this point."""
         return {"auto.enabled": False, "training.batch_size": self.batch, "batching.mode": "fixed",
                 "batching.selection": "uniform", "orchestration.mode": "sync",
-                "orchestration.deadline_s": self.deadline_s, "orchestration.over_selection": self.over_selection}
+                "orchestration.deadline_s": self.deadline_s, "orchestration.over_selection": self.over_selection,
+                "orchestration.weighting": "samples", "selection.kind": "uniform", "local_work.kind": "fixed",
+                "memory.mode": "off", "memory.techniques": [], "width.mode": "fixed", "width.fixed": 1.0,
+                "aggregation.fednova": False, "aggregation.fairness_q": 0.0,
+                "aggregation.participation.kind": "none"}
 
 
 @dataclass(frozen=True, slots=True)
