@@ -27,7 +27,9 @@ from fedfit.runner import OnRound, RunResult, resumable, resume, run
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import plot_accuracy
-from fedfit.strategies import apply_strategy
+from fedfit.autoconfig import names_no_strategy
+from fedfit.strategies import TUNED, apply_strategy
+from fedfit.tuning import GridResult, tune
 
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
@@ -104,8 +106,15 @@ def _interrupted(run_dir: Path) -> int:
     return EXIT_INTERRUPTED
 
 
+def _auto_unless_named(config: ExperimentConfig, path: str | None, sets: Sequence[str]) -> ExperimentConfig:
+    """``config`` with ``auto`` on when the file and ``--set`` name none of the keys auto decides."""
+    if path is None or not names_no_strategy(yaml.safe_load(Path(path).read_text()) or {}, _parse_set(sets)):
+        return config
+    return with_overrides(config, {"auto.enabled": True})
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    config = _config(args.config, args.set)
+    config = _auto_unless_named(_config(args.config, args.set), args.config, args.set)
     run_dir = _run_dir(config, args.out)
     try:
         result = _run_with_progress(config, run_dir, console)
@@ -137,10 +146,43 @@ def _compare_row(name: str, s: dict[str, Any]) -> list[str]:
     return [name, reached, _fmt_accuracy(s["final_accuracy"]), fails, part]
 
 
+def _grid_row(r: GridResult) -> dict[str, Any]:
+    p = r.point
+    return {"batch": p.batch, "deadline_quantile": p.quantile, "deadline_s": p.deadline_s,
+            "over_selection": p.over_selection, "time_to_target_s": r.time_to_target_s,
+            "final_accuracy": r.final_accuracy, "virtual_time_s": r.virtual_time_s}
+
+
+def _tuned(base: ExperimentConfig, console: Console, quiet: bool) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """fedavg-tuned: run its grid (no run directories), return the chosen config and the grid."""
+    silent = base.model_copy(update={"output": base.output.model_copy(update={"progress": False, "plots": False})})
+    chosen, results = tune(silent, lambda c: run(c).summary)
+    grid = {"chosen": _grid_row(chosen), "grid": [_grid_row(r) for r in results]}
+    if not quiet:
+        t = Table(title=f"{TUNED}: grid on this fleet and seed (chosen: batch {chosen.point.batch}, "
+                        f"deadline {chosen.point.deadline_s}, over-selection {chosen.point.over_selection})")
+        for col in ("batch", "deadline", "over-selection", "time to target", "final acc"):
+            t.add_column(col)
+        for r in results:
+            q = "none" if r.point.quantile is None else f"p{r.point.quantile * 100:.0f} = {r.point.deadline_s:.1f} s"
+            reached = "not reached" if r.time_to_target_s is None else f"{r.time_to_target_s:.1f} s"
+            t.add_row(str(r.point.batch), q, f"{r.point.over_selection:g}", reached,
+                      f"{r.final_accuracy:.4f}")
+        console.print(t)
+    config = with_overrides(base, chosen.point.overrides()).model_copy(update={"name": f"{base.name}:{TUNED}"})
+    return config, grid
+
+
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     base = _config(args.config, args.set)
     sets = _parse_set(args.set)  # the user's --set wins over a strategy's own keys
-    configs = {name: with_overrides(apply_strategy(base, name), sets) for name in args.strategy}
+    grids: dict[str, dict[str, Any]] = {}
+    configs: dict[str, ExperimentConfig] = {}
+    for name in args.strategy:
+        if name == TUNED and name not in base.strategies:
+            configs[name], grids[name] = _tuned(base, console, args.json)
+        else:
+            configs[name] = with_overrides(apply_strategy(base, name), sets)
     out = Path(args.out) if args.out else _run_dir(base.model_copy(update={"name": f"{base.name}-compare"}), None)
     results: dict[str, RunResult] = {}
     for name, config in configs.items():
@@ -148,7 +190,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
         results[name] = _run_with_progress(config if not args.json else quiet, out / name, console)
     plot_accuracy({n: r.reports for n, r in results.items()}, out / "compare_accuracy.png",
                   base.evaluation.target_accuracy)
-    table = {n: r.summary for n, r in results.items()}
+    table = {n: r.summary | grids.get(n, {}) for n, r in results.items()}
     (out / "compare.json").write_text(json.dumps(table, indent=2) + "\n")
     if args.json:
         print(json.dumps(table, indent=2))

@@ -340,6 +340,15 @@ class MemoryConfig(_Section):
         return techniques
 
 
+class AutoConfig(_Section):
+    """``auto``: the strategy chosen from the fleet's profiles, reported states and cost model
+    (:mod:`fedfit.policy.auto`). ``fedfit run CONFIG`` turns it on when the YAML names none of
+    the keys it decides (:data:`fedfit.autoconfig.DECIDED_KEYS`)."""
+
+    enabled: bool = False
+    async_spread: Annotated[float, Field(gt=1.0)] = 50.0
+
+
 class ExperimentConfig(_Section):
     """The whole experiment."""
 
@@ -361,6 +370,7 @@ class ExperimentConfig(_Section):
     local_work: LocalWorkConfig = LocalWorkConfig()
     width: WidthConfig = WidthConfig()
     strategies: dict[str, dict[str, Any]] = {}
+    auto: AutoConfig = AutoConfig()
 
     @property
     def num_devices(self) -> int:

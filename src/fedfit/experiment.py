@@ -24,6 +24,7 @@ from fedfit.aggregation import (
     unweighted,
     weighting,
 )
+from fedfit.autoconfig import resolve as resolve_auto
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
@@ -45,6 +46,7 @@ from fedfit.policy import (
 from fedfit.policy.batch_feedback import HistoryPlanner
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.stratified import TierFloorSelector
+from fedfit.policy.auto import AutoDecision
 from fedfit.policy.batching import BatchingRules, initial_batch
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
@@ -120,6 +122,7 @@ class Experiment:
     submodels: SubModelExchange | None = None
     width: WidthPlanner | None = None
     registry: Registry | None = None
+    auto: AutoDecision | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -212,8 +215,10 @@ def build(config: ExperimentConfig) -> Experiment:
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
     num_examples = [len(d) for d in data.train]
+    traces = fleet_traces(config, profiles)
+    config, auto = resolve_auto(config, profiles, [tr.state_at(0.0) for tr in traces], num_examples, costs, memory)
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
-    fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
+    fleet = SimulatedFleet(profiles=profiles, traces=traces,
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic)
     predictor = TaskPredictor(costs, memory, num_examples)
@@ -223,7 +228,8 @@ def build(config: ExperimentConfig) -> Experiment:
     planner = _width_planner(config, base, profiles, num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
+                      auto)
 
 
 def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:

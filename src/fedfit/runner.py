@@ -179,7 +179,8 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
     summary = summarise(reports, config.evaluation.target_accuracy, tiers=tiers, unfinished=unfinished)
     local = _local_accuracy(exp, params)
     int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
-    return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8}
+    auto = {"auto": list(exp.auto.reasons)} if exp.auto else {}
+    return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto}
 
 
 def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:

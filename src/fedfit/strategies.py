@@ -38,12 +38,17 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "progressive": {"memory.mode": "all", "memory.techniques": ["progressive"]},
     "split": {"memory.mode": "all", "memory.techniques": ["split"]},
     "memory-auto": {"memory.mode": "auto"},
+    # chosen from the fleet (fedfit.policy.auto); fedavg-tuned runs its grid in fedfit.tuning
+    "auto": {"auto.enabled": True},
 }
+
+#: Strategies that are a procedure rather than a set of overrides (``fedfit compare`` runs them).
+TUNED = "fedavg-tuned"
 
 
 def strategy_names(config: ExperimentConfig) -> list[str]:
     """Every strategy name this config can use."""
-    return sorted({*BUILTIN, *config.strategies})
+    return sorted({*BUILTIN, TUNED, *config.strategies})
 
 
 def apply_strategy(config: ExperimentConfig, name: str) -> ExperimentConfig:
@@ -52,7 +57,11 @@ def apply_strategy(config: ExperimentConfig, name: str) -> ExperimentConfig:
     Raises:
         ConfigError: unknown strategy, or an override that does not fit the config.
     """
-    overrides = config.strategies.get(name, BUILTIN.get(name))
+    overrides = config.strategies.get(name)
+    if overrides is None and name in BUILTIN:  # a built-in names its choices: auto only if it is auto
+        overrides = {"auto.enabled": False, **BUILTIN[name]}
+    if name == TUNED and overrides is None:
+        raise ConfigError(f"--strategy: '{TUNED}' runs a grid of FedAvg configs; use fedfit compare")
     if overrides is None:
         raise ConfigError(f"--strategy: unknown strategy '{name}' (known: {', '.join(strategy_names(config))})")
     try:

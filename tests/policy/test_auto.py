@@ -1,0 +1,82 @@
+"""auto's run-wide rules, each against a hand-computed case."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fedfit.policy.auto import (
+    DEFAULT_MARGIN, DeviceOutlook, choose_batch, choose_deadline, choose_margin, choose_mode, choose_over_selection,
+    decide, quantile,
+)
+
+
+def dev(task_s: float, *, budget: int = 1000, fixed: int = 100, sample: float = 100.0, n: int = 80) -> DeviceOutlook:
+    return DeviceOutlook(budget_bytes=budget, fixed_bytes=fixed, sample_bytes=sample, task_s=task_s, num_examples=n)
+
+
+def test_quantile_interpolates_between_order_statistics() -> None:
+    assert quantile([4.0, 1.0, 3.0, 2.0], 0.75) == pytest.approx(3.25)  # position 2.25
+    assert quantile([5.0], 0.9) == 5.0
+    with pytest.raises(ValueError):
+        quantile([], 0.5)
+
+
+def test_deadline_is_five_quarters_of_the_p75_of_finite_times() -> None:
+    devices = [dev(1.0), dev(2.0), dev(3.0), dev(4.0), dev(math.inf)]
+    assert choose_deadline(devices) == pytest.approx(1.25 * 3.25)
+    assert choose_deadline([dev(math.inf)]) is None
+
+
+def test_over_selection_makes_up_the_predicted_shortfall() -> None:
+    devices = [dev(1.0), dev(2.0), dev(3.0), dev(4.0), dev(math.inf)]
+    assert choose_over_selection(devices, 4.0625) == pytest.approx(0.25)  # 4 of 5 on time: 1/0.8 − 1
+    assert choose_over_selection(devices, None) == 0.0
+    assert choose_over_selection([dev(9.0)], 1.0) == 1.0  # none on time: the cap
+
+
+def test_margin_shrinks_only_when_it_would_exclude_a_device_that_fits_one_sample() -> None:
+    tight = dev(1.0, budget=1000, fixed=700, sample=100.0)  # headroom 0.2 < 0.22
+    roomy = dev(1.0, budget=1000, fixed=100, sample=100.0)  # headroom 0.8
+    unfit = dev(math.inf, budget=1000, fixed=2000, sample=100.0)  # fits nothing: no say
+    assert choose_margin([tight, roomy, unfit]) == pytest.approx(0.18)
+    assert choose_margin([roomy, unfit]) == DEFAULT_MARGIN
+    assert choose_margin([unfit]) == DEFAULT_MARGIN
+
+
+@pytest.mark.parametrize("median, batch", [(80, 8), (400, 32), (20, 4), (160, 16)])
+def test_batch_gives_the_median_device_ten_steps(median: int, batch: int) -> None:
+    devices = [dev(1.0, n=median // 2), dev(1.0, n=median), dev(1.0, n=median * 3)]
+    assert choose_batch(devices) == batch
+
+
+def test_async_only_for_a_wide_spread_with_enough_trainable_devices() -> None:
+    wide = [dev(1.0)] * 5 + [dev(200.0)] * 5  # p90/p10 = 200
+    assert choose_mode(wide, buffer_size=2, async_spread=50.0) == "async"
+    assert choose_mode(wide, buffer_size=6, async_spread=50.0) == "sync"  # 10 < 2 × 6
+    assert choose_mode([dev(1.0)] * 5 + [dev(20.0)] * 5, buffer_size=2, async_spread=50.0) == "sync"
+
+
+def test_decide_on_a_small_fleet() -> None:
+    devices = [dev(1.0), dev(2.0), dev(3.0), dev(math.inf, fixed=2000)]
+    d = decide(devices, clients_per_round=2)
+    assert d.mode == "sync" and d.buffer_size == 1
+    assert d.deadline_s == pytest.approx(3.125)  # 1.25 × p75 of (1, 2, 3) = 1.25 × 2.5
+    assert d.over_selection == pytest.approx(0.333)  # 3 of 4 on time
+    assert d.width_mode == "fixed"  # nobody beyond 2 × 3.125 s
+    assert d.participation == "none"  # every trainable device within the deadline
+    assert d.memory_mode == "auto" and not d.defer_unfit  # one device fits no plain sample
+    assert d.epoch_budget_s == pytest.approx(1.5625) and d.max_epochs == 3
+    assert d.standard_batch == 8 and len(d.reasons) == 9
+
+
+def test_decide_slow_device_gets_width_and_interval_weights() -> None:
+    d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2)
+    # deadline 1.25 × p75(1, 1, 1, 10) = 1.25 × 3.25; 10 s > 2 × 4.06 s
+    assert d.width_mode == "capability" and d.participation == "interval" and d.memory_mode == "off"
+
+
+def test_no_width_for_a_model_without_one() -> None:
+    d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2, scalable_width=False)
+    assert d.width_mode == "fixed" and d.participation == "interval"

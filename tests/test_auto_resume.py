@@ -1,0 +1,46 @@
+"""An ``auto`` run resumed from its checkpoint equals the unbroken run (its decision is rebuilt
+from the same enrolment reports)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fedfit.config import parse_config
+from fedfit.orchestration.sync import RoundOutcome
+from fedfit.runner import resume, run
+
+RAW = {
+    "seed": 3, "data": {"dataset": "digits", "max_train_samples": 400, "max_test_samples": 100},
+    "model": {"name": "logreg"}, "fleet": {"tiers": {"midrange_phone": 3, "older_phone": 2, "smartwatch": 2}},
+    "orchestration": {"rounds": 4, "clients_per_round": 3}, "auto": {"enabled": True},
+    "output": {"plots": False, "progress": False, "checkpoint_every": 2},
+}
+
+
+class Killed(Exception):
+    """Stands for the process dying after round 2's checkpoint."""
+
+
+def _kill_after_round_2(outcome: RoundOutcome) -> None:
+    if outcome.report.round == 2:
+        raise Killed
+
+
+def _metrics(path: Path) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if k != "wall_time_s"} for row in rows]
+
+
+@pytest.mark.slow
+def test_auto_run_resumes_to_the_unbroken_run(tmp_path: Path) -> None:
+    config = parse_config(RAW)
+    whole = run(config, tmp_path / "whole")
+    with pytest.raises(Killed):
+        run(config, tmp_path / "cut", on_round=_kill_after_round_2)
+    resumed = resume(tmp_path / "cut")
+    assert _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")
+    assert resumed.summary["auto"] == whole.summary["auto"]
+    assert all(a.equal(b) for a, b in zip(whole.params.values(), resumed.params.values(), strict=True))
