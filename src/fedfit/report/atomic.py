@@ -1,9 +1,9 @@
 """Atomic file writes: a reader (or a resume after a crash) sees the old file or the new one, whole.
 
 Every file fedfit rewrites in a run directory goes through here: the bytes are written to a
-hidden temporary file in the same directory, flushed and fsynced, then renamed over the target
+hidden temporary file in the same directory (``.NAME.tmp.EXT``), flushed and fsynced, then renamed over the target
 (``os.replace`` is atomic on POSIX), and the directory is fsynced so the rename survives a power
-cut. A process killed at any moment leaves at most a stray ``.NAME.tmp`` behind, never a torn or
+cut. A process killed at any moment leaves at most a stray temporary file behind, never a torn or
 empty target.
 """
 
@@ -35,7 +35,7 @@ def write_with(path: Path, writer: Callable[[Path], object]) -> None:
 @contextmanager
 def staged(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path``; renamed over it (fsynced) if the block succeeds."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")  # the suffix kept: plotters read it
     try:
         yield tmp
         _fsync_file(tmp)
