@@ -150,7 +150,7 @@ def _claim(run_dir: Path, force: bool) -> None:
 
 
 def _remove_if_unused(run_dir: Path) -> None:
-    if [p.name for p in run_dir.iterdir()] == [LOCK_NAME]:
+    if run_dir.is_dir() and [p.name for p in run_dir.iterdir()] == [LOCK_NAME]:
         (run_dir / LOCK_NAME).unlink()
         run_dir.rmdir()
 
