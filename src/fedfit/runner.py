@@ -128,7 +128,7 @@ def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfi
     saved = checkpoint.load(run_dir)
     checkpoint.check_run(run_dir, saved)
     # The file as written, not as parsed: a key a later fedfit adds, with its default, is no edit.
-    if saved.config_digest != config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path))):
+    if saved.config_digest != config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path)) or {}):
         raise CheckpointError(f"{path}: changed since the checkpoint was written")
     total = config.orchestration.rounds
     if saved.rounds_done > total or (saved.rounds_done == total and finished(run_dir)):

@@ -18,7 +18,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from fedfit.errors import ConfigError
+from fedfit.errors import ConfigError, PlanError
 from fedfit.report import atomic
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats
@@ -49,6 +49,8 @@ def _read_spec(path: Path) -> tuple[dict[str, Any], ModelSpec]:
         spec.build()
     except (OSError, UnicodeDecodeError, RecursionError) as exc:
         raise ConfigError(f"{path}: unreadable ({type(exc).__name__})") from None
+    except (ConfigError, PlanError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RuntimeError) as exc:
         raise ConfigError(f"{path}: damaged model description ({type(exc).__name__}: {str(exc)[:80]})") from None
     return record, spec
