@@ -165,6 +165,8 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
         reports = list(saved.reports) if saved else []
         out = stack.enter_context(RunDirectory(run_dir, config.model_dump(mode="json"),
                                                saved.log_bytes if saved else None)) if run_dir else None
+        if out and reports and len(reports) < total:
+            out.reopen_for_rounds()  # an extended run is unfinished until its new summary
         phase("config")
         digest = config_digest(yaml.safe_load((out.path / "config.yaml").read_text())) if out else ""
         for outcome, state in _rounds(exp, state, total - len(reports)):

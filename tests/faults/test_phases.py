@@ -140,3 +140,16 @@ def test_force_replaces_a_finished_run(tmp_path: Path, unbroken: tuple[Path, lis
     run(small_config(), out, force=True)
     assert not (out / "model_int.safetensors").exists()
     assert_same_run(out, reference)
+
+
+def test_an_extension_killed_after_its_last_checkpoint_is_finished(
+        tmp_path: Path, unbroken: tuple[Path, list[str]]) -> None:
+    reference, broken = tmp_path / "reference", tmp_path / "broken"
+    shutil.copytree(unbroken[0], reference)
+    shutil.copytree(unbroken[0], broken)
+    resume(reference, rounds=4)
+    with pytest.raises(Killed):
+        resume(broken, rounds=4, on_phase=_kill_at(3))  # config, round 4, its checkpoint
+    assert not (broken / "summary.json").exists()  # the old summary no longer claims a finished run
+    resume(broken)
+    assert_same_run(broken, reference)

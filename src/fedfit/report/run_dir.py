@@ -100,6 +100,11 @@ class RunDirectory:
         atomic.write_with(self.path / "failures.png", lambda p: plot_failures(reports, p))
         atomic.write_with(self.path / "batching_timeline.png", lambda p: plot_batching_timeline(self._timeline, p))
 
+    def reopen_for_rounds(self) -> None:
+        """Mark a finished run unfinished again (its summary removed): it is about to be extended."""
+        (self.path / SUMMARY).unlink(missing_ok=True)
+        atomic.fsync_dir(self.path)
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Write ``summary.json`` atomically: the last file of a finished run."""
         self.close()
