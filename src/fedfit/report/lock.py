@@ -43,7 +43,7 @@ class RunLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
-            raise ConfigError(f"--out: cannot write in {self.path.parent} ({err.strerror})") from None
+            raise ConfigError(f"{self.path.parent}: cannot write there ({err.strerror})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
