@@ -47,7 +47,7 @@ def _widths_by_tier(run_dir: Path) -> dict[str, float]:
 def run_strategy(base: Any, name: str, out: Path) -> dict[str, Any]:
     config = apply_strategy(base, name)
     t0 = time.perf_counter()
-    result = run(config, out / name)
+    result = run(config, out / name, force=True)  # a re-run replaces the previous one
     data = build_federated_data(**data_kwargs(config))
     calib = calibration_inputs(data, config.width.calibration_samples, config.seed)
     assert result.spec is not None

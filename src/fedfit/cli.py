@@ -1,7 +1,8 @@
 """The ``fedfit`` command line: run | resume | compare | devices | export | evaluate | prune.
 
-Flags and files are read here and nowhere below. Configuration and data errors exit with
-status 2 and one line naming what is wrong.
+Flags and files are read here and nowhere below. Configuration, data, checkpoint and file-system
+errors exit with status 2 and one line naming what is wrong; Ctrl-C exits with 130 and one line.
+``FEDFIT_MAX_CONFIG_BYTES`` raises the size cap on config files (see :mod:`fedfit.bounded`).
 """
 
 from __future__ import annotations
@@ -9,16 +10,17 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, default_scenario, load_config, with_overrides
 from fedfit.devices import TIERS
 from fedfit.deployment import evaluate_run, export_run, prune_run
@@ -26,7 +28,8 @@ from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
 from fedfit.runner import OnRound, RunResult, resumable, resume, run
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
-from fedfit.report import plot_accuracy
+from fedfit.report import atomic, plot_accuracy
+from fedfit.report.lock import make_run_dir
 from fedfit.autoconfig import names_no_strategy
 from fedfit.strategies import TUNED, apply_strategy
 from fedfit.tuning import GridResult, tune
@@ -34,6 +37,7 @@ from fedfit.tuning import GridResult, tune
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
 EXIT_INTERRUPTED = 130
+MAX_CONFIG_ENV = "FEDFIT_MAX_CONFIG_BYTES"
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, Any]:
@@ -42,12 +46,24 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set: expected KEY=VALUE, got '{item}'")
-        overrides[key.strip()] = yaml.safe_load(value)
+        try:
+            overrides[key.strip()] = load_yaml(value, f"--set {key.strip()}")
+        except ConfigError as err:
+            raise ConfigError(f"--set {key.strip()}: not a YAML value: {value[:40]!r}") from err
     return overrides
 
 
+def _max_config_bytes() -> int:
+    raw = os.environ.get(MAX_CONFIG_ENV, "")
+    if not raw:
+        return MAX_CONFIG_BYTES
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{MAX_CONFIG_ENV}: expected a positive number of bytes, got {raw[:20]!r}")
+    return int(raw)
+
+
 def _config(path: str | None, sets: Sequence[str]) -> ExperimentConfig:
-    config = load_config(path) if path else default_scenario()
+    config = load_config(path, _max_config_bytes()) if path else default_scenario()
     return with_overrides(config, _parse_set(sets)) if sets else config
 
 
@@ -58,8 +74,9 @@ def _run_dir(config: ExperimentConfig, out: str | None) -> Path:
     return Path(config.output.dir) / f"{config.name.replace(':', '-')}-{stamp}"
 
 
-def _run_with_progress(config: ExperimentConfig, run_dir: Path | None, console: Console) -> RunResult:
-    return _with_progress(config, console, lambda on_round: run(config, run_dir, on_round))
+def _run_with_progress(config: ExperimentConfig, run_dir: Path | None, console: Console,
+                       force: bool = False) -> RunResult:
+    return _with_progress(config, console, lambda on_round: run(config, run_dir, on_round, force=force))
 
 
 def _with_progress(config: ExperimentConfig, console: Console, start: Callable[[OnRound | None], RunResult],
@@ -108,7 +125,8 @@ def _interrupted(run_dir: Path) -> int:
 
 def _auto_unless_named(config: ExperimentConfig, path: str | None, sets: Sequence[str]) -> ExperimentConfig:
     """``config`` with ``auto`` on when the file and ``--set`` name none of the keys auto decides."""
-    if path is None or not names_no_strategy(yaml.safe_load(Path(path).read_text()) or {}, _parse_set(sets)):
+    raw = None if path is None else load_yaml(read_text(Path(path), MAX_CONFIG_BYTES, "config"), path)
+    if path is None or not names_no_strategy(raw or {}, _parse_set(sets)):
         return config
     return with_overrides(config, {"auto.enabled": True})
 
@@ -117,7 +135,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     config = _auto_unless_named(_config(args.config, args.set), args.config, args.set)
     run_dir = _run_dir(config, args.out)
     try:
-        result = _run_with_progress(config, run_dir, console)
+        result = _run_with_progress(config, run_dir, console, args.force)
     except KeyboardInterrupt:
         return _interrupted(run_dir)
     return _print_result(result, run_dir, console)
@@ -126,8 +144,11 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     run_dir = Path(args.run_dir)
     config, saved = resumable(run_dir, args.rounds)
-    console.print(f"resuming {run_dir} after round {saved.rounds_done} of {config.orchestration.rounds}")
-    done = saved.rounds_done
+    done, total = saved.rounds_done, config.orchestration.rounds
+    if done < total:
+        console.print(f"resuming {run_dir} after round {done} of {total}")
+    else:
+        console.print(f"finishing {run_dir}: all {total} rounds are checkpointed; writing the model and summary")
     try:
         result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
     except KeyboardInterrupt:
@@ -185,13 +206,14 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
             configs[name] = with_overrides(apply_strategy(base, name), sets)
     out = Path(args.out) if args.out else _run_dir(base.model_copy(update={"name": f"{base.name}-compare"}), None)
     results: dict[str, RunResult] = {}
+    make_run_dir(out)
     for name, config in configs.items():
         quiet = config.model_copy(update={"output": config.output.model_copy(update={"progress": False})})
-        results[name] = _run_with_progress(config if not args.json else quiet, out / name, console)
-    plot_accuracy({n: r.reports for n, r in results.items()}, out / "compare_accuracy.png",
-                  base.evaluation.target_accuracy)
+        results[name] = _run_with_progress(config if not args.json else quiet, out / name, console, args.force)
+    atomic.write_with(out / "compare_accuracy.png", lambda p: plot_accuracy(
+        {n: r.reports for n, r in results.items()}, p, base.evaluation.target_accuracy))
     table = {n: r.summary | grids.get(n, {}) for n, r in results.items()}
-    (out / "compare.json").write_text(json.dumps(table, indent=2) + "\n")
+    atomic.write_text(out / "compare.json", json.dumps(table, indent=2) + "\n")
     if args.json:
         print(json.dumps(table, indent=2))
         return 0
@@ -298,6 +320,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("config", nargs="?", help="YAML config (default: built-in photo_app scenario)")
     r.add_argument("--out", help="run directory (default: output.dir/NAME-TIMESTAMP)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    r.add_argument("--force", action="store_true", help="replace a run already in the --out directory")
     r.set_defaults(func=cmd_run)
     s = sub.add_parser("resume", help="continue an interrupted run from its checkpoint")
     s.add_argument("run_dir")
@@ -309,6 +332,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print the summaries as JSON")
     c.add_argument("--out", help="directory for the runs and the overlaid plot")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    c.add_argument("--force", action="store_true", help="replace runs already in the --out directory")
     c.set_defaults(func=cmd_compare)
     d = sub.add_parser("devices", help="print the tier catalogue")
     d.add_argument("--json", action="store_true")
@@ -324,8 +348,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args, console))
     except (ConfigError, DataError, PlanError, CheckpointError) as err:
-        print(f"fedfit: error: {err}", file=sys.stderr)
+        print(f"fedfit: error: {_one_line(str(err))}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as err:  # a disk full or a file that vanished mid-way: name it, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"fedfit: error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("fedfit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())[:500]
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ Every key is declared here; an unknown key, a wrong type or an impossible value 
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from fedfit.bounded import MAX_CONFIG_BYTES, MAX_TRACE_BYTES, load_yaml, read_text
 from fedfit.errors import ConfigError, PlanError
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -19,8 +21,48 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
+def _check_bools(annotation: Any, value: Any) -> None:
+    """Raise ``ValueError`` where ``value`` is a bool and ``annotation`` wants a number, or the reverse."""
+    if annotation is Any or isinstance(annotation, typing.TypeVar):
+        return
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        _check_bools(args[0], value)
+    elif origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        if value is not None and not any(_bools_fit(a, value) for a in options):
+            _check_bools(options[0], value)
+    elif origin in (dict,) and isinstance(value, dict):
+        for item in value.values():
+            _check_bools(args[1], item)
+    elif origin in (list, tuple) and isinstance(value, list | tuple):
+        for item in value:
+            _check_bools(args[0], item)
+    elif annotation is bool and not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    elif annotation in (int, float) and isinstance(value, bool):
+        raise ValueError("expected a number, not a boolean")
+
+
+def _bools_fit(annotation: Any, value: Any) -> bool:
+    try:
+        _check_bools(annotation, value)
+    except ValueError:
+        return False
+    return True
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_int_mixups(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` is no number and ``1`` no boolean: pydantic's lax mode would convert both."""
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None:
+            _check_bools(field.annotation, value)
+        return value
 
 
 class PartitionConfig(_Section):
@@ -66,6 +108,7 @@ class FleetConfig(_Section):
     custom_tiers: dict[str, dict[str, Any]] = {}
     traces: dict[int, str] = {}
     trace_step_s: Annotated[float, Field(gt=0)] = 60.0
+    max_trace_bytes: PositiveInt = MAX_TRACE_BYTES
 
     @model_validator(mode="after")
     def _some_devices(self) -> FleetConfig:
@@ -353,7 +396,7 @@ class ExperimentConfig(_Section):
     """The whole experiment."""
 
     name: str = "experiment"
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     data: DataConfig = DataConfig()
     model: ModelConfig = ModelConfig()
     fleet: FleetConfig = FleetConfig()
@@ -376,6 +419,7 @@ class ExperimentConfig(_Section):
     def num_devices(self) -> int:
         """Devices in the fleet."""
         return sum(self.fleet.tiers.values())
+
 
 
 def default_scenario() -> ExperimentConfig:
@@ -410,16 +454,13 @@ def parse_config(raw: dict[str, Any]) -> ExperimentConfig:
         raise ConfigError(_first_error(err)) from None
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a YAML config file."""
+def load_config(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> ExperimentConfig:
+    """Read and validate a YAML config file of at most ``max_bytes`` (aliases bounded, see
+    :mod:`fedfit.bounded`)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config: file not found: {p}")
-    try:
-        raw = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config: {p} is not valid YAML: {str(err).splitlines()[0]}") from None
-    return parse_config(raw)
+    return parse_config(load_yaml(read_text(p, max_bytes, "config"), str(p)) or {})
 
 
 def with_overrides(config: ExperimentConfig, overrides: dict[str, Any]) -> ExperimentConfig:

@@ -88,7 +88,7 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> lis
     for device, path in config.fleet.traces.items():
         if not 0 <= device < len(traces):
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(traces)})")
-        traces[device] = load_csv_trace(path, traces[device])
+        traces[device] = load_csv_trace(path, traces[device], config.fleet.max_trace_bytes)
     return traces
 
 

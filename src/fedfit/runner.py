@@ -7,6 +7,13 @@ server's state, the tasks still in flight and every stateful policy come back fr
 data and traces are rebuilt from the config and seed, the logs are cut back to what the
 checkpoint had seen, and the rounds continue exactly as the unbroken run would have — the same
 events, metrics and virtual times (wall times aside).
+
+Crash safety: a run holds an exclusive lock on its directory (:class:`~fedfit.report.lock.RunLock`)
+for its whole life. Every rewritten file is replaced atomically, the final checkpoint is written
+before the model, plots and ``summary.json`` (written last: it marks a finished run), so a run
+killed at any moment — also after its last checkpoint, or during a resume's start — is finished
+by ``resume``. ``on_phase`` names each step as it completes (``config``, ``round``,
+``checkpoint``, ``model``, ``plots``, ``summary``): tests raise there to simulate a crash.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError, RunStopped
 from fedfit.experiment import Experiment, built
@@ -26,7 +34,10 @@ from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
 from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
+from fedfit.report import atomic
+from fedfit.report.lock import LOCK_NAME, RunLock
 from fedfit.report.model_file import save_model
+from fedfit.report.run_dir import OUTPUTS, finished
 from fedfit.simulation import checkpoint
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.training import evaluate
@@ -35,6 +46,8 @@ from fedfit.types import Params, RoundReport
 
 #: Called after each round (progress display); a checkpoint due that round is already written.
 OnRound = Callable[[RoundOutcome], None]
+#: Called with a phase's name each time one completes (a test hook: raise to simulate a crash).
+OnPhase = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -50,62 +63,113 @@ class RunResult:
     stopped: str | None = None
 
 
-def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None) -> RunResult:
+def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None, *,
+        force: bool = False, on_phase: OnPhase | None = None) -> RunResult:
     """Run an experiment to the end; write ``run_dir`` when given.
 
     Args:
         config: the validated experiment.
         run_dir: directory for config, logs, checkpoint, summary and plots (``None``: write nothing).
         on_round: called after each round.
+        force: replace a run already in ``run_dir`` (its files are removed first).
+        on_phase: called as each phase completes (see the module docstring).
+
+    Raises:
+        ConfigError: ``run_dir`` is locked by another process, cannot be written, or already
+            holds a run and ``force`` is not set.
     """
-    return _drive(config, run_dir, on_round, None)
+    if run_dir is None:
+        return _drive(config, None, on_round, None, on_phase)
+    existed = run_dir.exists()
+    try:
+        with RunLock(run_dir):
+            _claim(run_dir, force)
+            return _drive(config, run_dir, on_round, None, on_phase)
+    except BaseException:
+        if not existed:  # failed before writing anything: leave no empty directory behind
+            _remove_if_unused(run_dir)
+        raise
 
 
-def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = None) -> RunResult:
-    """Continue the run in ``run_dir`` from its checkpoint, to ``rounds`` rounds in all.
+def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = None, *,
+           on_phase: OnPhase | None = None) -> RunResult:
+    """Continue the run in ``run_dir`` from its checkpoint, to ``rounds`` rounds in all; a run
+    killed after its last checkpoint is finished (model, plots, summary) without running a round.
 
     Args:
         run_dir: a run directory written with ``output.checkpoint_every > 0``.
         rounds: total rounds (server versions) to reach; ``None``: the config's. More than the
             config's extends a finished run.
+        on_phase: called as each phase completes (see the module docstring).
 
     Raises:
-        CheckpointError / ConfigError: as :func:`resumable`.
+        CheckpointError / ConfigError: as :func:`resumable`, or the directory is locked.
     """
-    config, saved = resumable(run_dir, rounds)
-    return _drive(config, run_dir, on_round, saved)
+    if not run_dir.is_dir():
+        raise ConfigError(f"RUN_DIR: no such directory: {run_dir}")
+    with RunLock(run_dir):
+        config, saved = resumable(run_dir, rounds)
+        return _drive(config, run_dir, on_round, saved, on_phase)
 
 
 def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfig, Checkpoint]:
     """The config a resume of ``run_dir`` would run, and the checkpoint it would start from.
 
+    Reads only: nothing in ``run_dir`` changes.
+
     Raises:
         CheckpointError: no usable checkpoint, or ``config.yaml`` no longer matches it.
-        ConfigError: ``config.yaml`` is missing or invalid, or the run already has ``rounds`` rounds.
+        ConfigError: ``config.yaml`` is missing or invalid, or the run is finished with ``rounds`` rounds.
     """
+    if not run_dir.is_dir():
+        raise ConfigError(f"RUN_DIR: no such directory: {run_dir}")
     path = run_dir / "config.yaml"
     config = load_config(path)
     if rounds is not None:
         config = with_overrides(config, {"orchestration.rounds": rounds})
     saved = checkpoint.load(run_dir)
+    checkpoint.check_run(run_dir, saved)
     # The file as written, not as parsed: a key a later fedfit adds, with its default, is no edit.
-    if saved.config_digest != config_digest(yaml.safe_load(path.read_text())):
+    if saved.config_digest != config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path)) or {}):
         raise CheckpointError(f"{path}: changed since the checkpoint was written")
-    if saved.rounds_done >= config.orchestration.rounds:
+    total = config.orchestration.rounds
+    if saved.rounds_done > total or (saved.rounds_done == total and finished(run_dir)):
         raise ConfigError(f"orchestration.rounds: the run already has {saved.rounds_done} rounds; "
                           "ask for more (fedfit resume --rounds N)")
     return config, saved
 
 
+def _claim(run_dir: Path, force: bool) -> None:
+    """Refuse a directory holding a run unless ``force``; with ``force``, remove that run's files."""
+    present = [name for name in OUTPUTS if (run_dir / name).exists()]
+    if present and not force:
+        state = "finished" if finished(run_dir) else "unfinished"
+        raise ConfigError(f"--out: {run_dir} already holds a{'n' if state[0] == 'u' else ''} {state} run "
+                          "(use a fresh directory, fedfit resume, or --force to replace it)")
+    for name in present:
+        (run_dir / name).unlink()
+    atomic.fsync_dir(run_dir)
+
+
+def _remove_if_unused(run_dir: Path) -> None:
+    if run_dir.is_dir() and [p.name for p in run_dir.iterdir()] == [LOCK_NAME]:
+        (run_dir / LOCK_NAME).unlink()
+        run_dir.rmdir()
+
+
 def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | None,
-           saved: Checkpoint | None) -> RunResult:
-    resolved = config.model_dump(mode="json")
+           saved: Checkpoint | None, on_phase: OnPhase | None) -> RunResult:
+    phase = on_phase or (lambda name: None)
     every, total = config.output.checkpoint_every, config.orchestration.rounds
     with built(config) as exp, ExitStack() as stack:
+        _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
         reports = list(saved.reports) if saved else []
-        out = stack.enter_context(RunDirectory(run_dir, resolved, saved.log_bytes if saved else None)) \
-            if run_dir else None
+        out = stack.enter_context(RunDirectory(run_dir, config.model_dump(mode="json"),
+                                               saved.log_bytes if saved else None)) if run_dir else None
+        if out and reports and len(reports) < total:
+            out.reopen_for_rounds()  # an extended run is unfinished until its new summary
+        phase("config")
         digest = config_digest(yaml.safe_load((out.path / "config.yaml").read_text())) if out else ""
         stopped, unfinished = None, None
         try:
@@ -113,8 +177,10 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
                 reports.append(outcome.report)
                 if out:
                     out.log_round(outcome.report, outcome.results)
+                    phase("round")
                     if every and (len(reports) % every == 0 or len(reports) == total):
                         checkpoint.save(out.path, _checkpoint(exp, digest, state, reports, out.log_bytes()))
+                        phase("checkpoint")
                 if on_round:
                     on_round(outcome)
         except RunStopped as stop:  # no progress: keep what was done, write everything, say why
@@ -124,11 +190,22 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
         exp.fleet.cancel_pending()
         summary = _finish(exp, state.params, reports, run_dir, unfinished) | {"stopped": stopped}
         if out:
-            out.finish(summary, reports, name=config.name, target=config.evaluation.target_accuracy,
-                       plots=config.output.plots)
-            if exp.spec is not None:
-                save_model(out.path, exp.spec, state.params, exp.submodels.stats if exp.submodels else None)
+            _write_results(exp, out, state.params, reports, phase)
+            out.write_summary(summary)
+            phase("summary")
     return RunResult(tuple(reports), summary, run_dir, state.params, exp.spec, stopped)
+
+
+def _write_results(exp: Experiment, out: RunDirectory, params: Params, reports: list[RoundReport],
+                   phase: OnPhase) -> None:
+    """Model files and plots, each atomically (``summary.json`` follows: it marks the end)."""
+    if exp.spec is not None:
+        save_model(out.path, exp.spec, params, exp.submodels.stats if exp.submodels else None)
+        phase("model")
+    config = exp.config
+    if config.output.plots:
+        out.plot(reports, name=config.name, target=config.evaluation.target_accuracy)
+        phase("plots")
 
 
 def _rounds(exp: Experiment, state: SyncState | AsyncState,
@@ -161,14 +238,37 @@ def _restore(exp: Experiment, saved: Checkpoint) -> SyncState | AsyncState:
     expected = AsyncState if isinstance(exp.orchestrator, AsyncOrchestrator) else SyncState
     if not isinstance(saved.server, expected):
         raise CheckpointError(f"checkpoint holds a {type(saved.server).__name__}, the config runs {expected.__name__}")
-    exp.fleet.restore(saved.fleet)
-    if exp.submodels is not None and saved.exchange is not None:
-        exp.submodels.restore(saved.exchange)
-    if exp.width is not None:
-        exp.width.pools = {r: list(w) for r, w in saved.width_pools.items()}
-    if exp.registry is not None:
-        exp.registry.restore(saved.registry)
+    _check_model(exp.initial_params, saved.server.params)
+    try:
+        exp.fleet.restore(saved.fleet)
+        if exp.submodels is not None and saved.exchange is not None:
+            exp.submodels.restore(saved.exchange)
+        if exp.width is not None:
+            exp.width.pools = {r: list(w) for r, w in saved.width_pools.items()}
+        if exp.registry is not None:
+            exp.registry.restore(saved.registry)
+    except (KeyError, IndexError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint does not fit the config's fleet ({str(exc)[:120]})") from None
     return saved.server
+
+
+def _check_cohort(exp: Experiment) -> None:
+    """Raise :class:`ConfigError` when a sync round waits for more devices than the fleet has."""
+    k, n = exp.config.orchestration.clients_per_round, len(exp.fleet.device_ids())
+    if exp.config.orchestration.mode == "sync" and k > n:
+        raise ConfigError(f"orchestration.clients_per_round: {k} exceeds the fleet's {n} devices "
+                          "(lower it or add devices under fleet.tiers)")
+
+
+def _check_model(expected: Params, got: Params) -> None:
+    """Raise :class:`CheckpointError` unless ``got`` has ``expected``'s names, shapes and dtypes."""
+    if set(got) != set(expected):
+        missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
+        raise CheckpointError(f"checkpoint model does not fit the config's (missing {missing[:3]}, extra {extra[:3]})")
+    for name, tensor in expected.items():
+        if got[name].shape != tensor.shape or got[name].dtype != tensor.dtype:
+            raise CheckpointError(f"checkpoint model {name}: {got[name].dtype} {tuple(got[name].shape)}, "
+                                  f"the config's is {tensor.dtype} {tuple(tensor.shape)}")
 
 
 def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir: Path | None,
@@ -196,6 +296,5 @@ def _export_quantised(exp: Experiment, params: Params, run_dir: Path | None) -> 
     test = exp.data.global_test
     accuracy = quantised_accuracy(exp.workload.module(1.0), params, test.x, test.y, bits)
     if run_dir is not None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_int(run_dir / "model_int.safetensors", export_int(params, bits))
+        atomic.write_with(run_dir / "model_int.safetensors", lambda p: save_int(p, export_int(params, bits)))
     return {"int_accuracy": accuracy}

@@ -104,7 +104,7 @@ def test_ctrl_c_after_a_checkpoint_says_how_to_resume(tmp_path: Path, capsys: py
 
     real_run = runner.run
     with pytest.MonkeyPatch.context() as mp:  # Ctrl-C arrives while round 1's callback runs
-        mp.setattr("fedfit.cli.run", lambda c, d, on_round=None: real_run(c, d, interrupt))
+        mp.setattr("fedfit.cli.run", lambda c, d, on_round=None, **kw: real_run(c, d, interrupt, **kw))
         code = main(["run", str(config), "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 130 and f"fedfit resume {out}" in err

@@ -68,3 +68,13 @@ def test_decoding_refuses_unknown_types_and_missing_tensors() -> None:
 def test_encoding_refuses_unregistered_types() -> None:
     with pytest.raises(TypeError, match="DeviceState"):
         CODEC.encode(state(), {})
+
+
+def test_conforms_checks_annotations_item_by_item() -> None:
+    from fedfit.simulation.codec import conforms
+
+    assert conforms((1, 2.5), tuple[float, ...]) and not conforms((1, "2"), tuple[float, ...])
+    assert conforms(3, int) and not conforms(True, int) and not conforms(2.5, int)
+    assert conforms(None, float | None) and not conforms("x", float | None)
+    assert conforms({1: [0.5]}, dict[int, list[float]]) and not conforms({"1": [0.5]}, dict[int, list[float]])
+    assert not conforms([1, 2], tuple[int, int]) and conforms((1, 2), tuple[int, int])

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fedfit.bounded import MAX_TRACE_BYTES
 from fedfit.devices.generators import LINKS, OFFLINE
 from fedfit.devices.traces import TRACE_ARRAYS, DeviceTrace
 from fedfit.errors import ConfigError
@@ -44,12 +45,13 @@ class _CellError(ValueError):
     """A bad cell; the message starts with the column name."""
 
 
-def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace) -> DeviceTrace:
+def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace, max_bytes: int = MAX_TRACE_BYTES) -> DeviceTrace:
     """Read a CSV trace and lay it over ``base``.
 
     Args:
         path: the CSV file.
         base: the generated trace to override (its profile, step and thresholds are kept).
+        max_bytes: refuse a larger file (``fleet.max_trace_bytes``) without reading it all.
 
     Returns:
         A new trace; ``base`` is unchanged.
@@ -59,7 +61,12 @@ def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace) -> DeviceTra
             and, for a bad value, the row and column.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open("rb") as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ConfigError(f"trace {os.fspath(path)}: larger than the {max_bytes}-byte limit "
+                              "(fleet.max_trace_bytes)")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"trace {os.fspath(path)}: file not found") from None
     except UnicodeDecodeError:

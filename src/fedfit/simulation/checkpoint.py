@@ -11,13 +11,19 @@ seed, so they are not stored.
 
 The file is written beside the old one and renamed over it: a run killed at any moment leaves
 either the previous checkpoint or the new one whole, never a torn file.
+
+Loading trusts nothing: the metadata is capped at :data:`MAX_META_BYTES`, decoded with the
+codec's depth cap and field type checks, every floating tensor must be finite, and no clock or
+log size may be negative; :func:`check_run` checks that a run's checkpoint hangs together (as
+many reports as the server's rounds or versions). Anything else is one
+:class:`~fedfit.errors.CheckpointError` line.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,7 @@ from safetensors.torch import save_file
 from fedfit.aggregation import Arrival
 from fedfit.devices.registry import DeviceHistory, RegistryEntry, UpdateRecord
 from fedfit.errors import CheckpointError
+from fedfit.report import atomic
 from fedfit.models.channel_stats import ChannelStats
 from fedfit.models.coordinates import AxisRef, CoordinateMap, WidthGroup
 from fedfit.orchestration.asynchronous import AsyncState
@@ -43,6 +50,8 @@ from fedfit.types import (
 
 FILENAME = "checkpoint.safetensors"
 FORMAT = 1
+#: Largest metadata (the JSON of everything but tensors) a checkpoint may hold.
+MAX_META_BYTES = 256 << 20
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -97,11 +106,8 @@ def save(directory: Path, checkpoint: Checkpoint) -> Path:
     tensors: dict[str, Any] = {}
     state = _CODEC.encode(checkpoint, tensors)
     meta = {"fedfit_checkpoint": json.dumps(state), "format": str(FORMAT)}
-    path, tmp = directory / FILENAME, directory / f".{FILENAME}.tmp"
-    save_file(tensors, str(tmp), metadata=meta)
-    with tmp.open("rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    path = directory / FILENAME
+    atomic.write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
     return path
 
 
@@ -122,7 +128,52 @@ def load(directory: Path) -> Checkpoint:
         raise CheckpointError(f"{path}: unreadable checkpoint ({exc})") from exc
     if meta.get("format") != str(FORMAT) or "fedfit_checkpoint" not in meta:
         raise CheckpointError(f"{path}: not a fedfit checkpoint of format {FORMAT}")
-    value = _CODEC.decode(json.loads(meta["fedfit_checkpoint"]), tensors)
-    if not isinstance(value, Checkpoint):
-        raise CheckpointError(f"{path}: holds a {type(value).__name__}, not a checkpoint")
+    try:
+        value = _decode(meta["fedfit_checkpoint"], tensors)
+        _check(value)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
     return value
+
+
+def _decode(text: str, tensors: dict[str, Any]) -> Checkpoint:
+    if len(text) > MAX_META_BYTES:
+        raise CheckpointError(f"metadata larger than {MAX_META_BYTES} bytes")
+    for key, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            raise CheckpointError(f"tensor {key} holds NaN or infinite values")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise CheckpointError("metadata nested too deeply") from None
+    except ValueError as exc:
+        raise CheckpointError(f"metadata is not valid JSON ({exc})") from None
+    value = _CODEC.decode(data, tensors)
+    if not isinstance(value, Checkpoint):
+        raise CheckpointError(f"holds a {type(value).__name__}, not a checkpoint")
+    return value
+
+
+def check_run(directory: Path, saved: Checkpoint) -> None:
+    """Raise :class:`CheckpointError` unless ``saved`` is a run's checkpoint: as many reports as
+    the server has run rounds (versions), and logs that hold exactly when reports do."""
+    server = saved.server
+    done = server.round if isinstance(server, SyncState) else server.version
+    if done != len(saved.reports):
+        raise CheckpointError(f"{directory / FILENAME}: the server has run {done} rounds "
+                              f"but {len(saved.reports)} reports are saved")
+    if (saved.log_bytes[0] == 0) != (not saved.reports):
+        raise CheckpointError(f"{directory / FILENAME}: log sizes {saved.log_bytes} do not fit "
+                              f"{len(saved.reports)} rounds")
+
+
+def _check(saved: Checkpoint) -> None:
+    """Raise :class:`CheckpointError` where the decoded state is impossible (negative sizes or clock)."""
+    server = saved.server
+    if any(n < 0 for n in saved.log_bytes):
+        raise CheckpointError(f"negative log sizes {saved.log_bytes}")
+    if not (math.isfinite(server.now_s) and server.now_s >= 0 and server.wall_s >= 0):
+        raise CheckpointError(f"server clock {server.now_s} s is negative or not finite")
+    times = [r.virtual_time_s for r in saved.reports]
+    if any(b < a for a, b in zip(times, times[1:], strict=False)) or (times and times[-1] > server.now_s + 1e-9):
+        raise CheckpointError("report times run backwards or past the server's clock")

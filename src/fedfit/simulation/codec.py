@@ -10,6 +10,10 @@ tensors, accepting only the registered types: a checkpoint can never instantiate
 Markers are single-key objects: ``{"$t": [...]}`` tuple, ``{"$m": [[k, v], ...]}`` dict,
 ``{"$e": [type, value]}`` enum, ``{"$x": key}`` tensor, ``{"$d": [type, {field: value}]}``
 dataclass. Plain JSON lists are lists.
+
+Decoding trusts nothing: nesting deeper than :data:`MAX_DEPTH` levels, a marker with a short or
+mistyped body, a dataclass field of the wrong type (checked against the field's annotation) or
+any other malformation is a :class:`~fedfit.errors.CheckpointError` of one line.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-from collections.abc import Iterable
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -26,6 +32,8 @@ from fedfit.errors import CheckpointError
 
 #: JSON-ready data.
 Json = Any
+#: Deepest nesting of values a checkpoint may hold (a real one nests about a dozen levels).
+MAX_DEPTH = 64
 
 
 class Codec:
@@ -63,39 +71,49 @@ class Codec:
             return {"$d": [name, fields]}
         raise TypeError(f"cannot checkpoint a value of type {type(value).__name__}")
 
-    def decode(self, data: Json, tensors: dict[str, torch.Tensor]) -> Any:
+    def decode(self, data: Json, tensors: dict[str, torch.Tensor], depth: int = 0) -> Any:
         """The value ``data`` encodes.
 
         Raises:
-            CheckpointError: an unknown type, a missing tensor or malformed data.
+            CheckpointError: an unknown type, a missing tensor, a field of the wrong type, nesting
+                deeper than :data:`MAX_DEPTH` or otherwise malformed data.
         """
+        if depth > MAX_DEPTH:
+            raise CheckpointError(f"checkpoint values nested deeper than {MAX_DEPTH} levels")
         if data is None or isinstance(data, bool | int | float | str):
             return data
         if isinstance(data, list):
-            return [self.decode(v, tensors) for v in data]
+            return [self.decode(v, tensors, depth + 1) for v in data]
         if not isinstance(data, dict) or len(data) != 1:
             raise CheckpointError(f"malformed checkpoint value: {str(data)[:80]}")
         (marker, body), = data.items()
         try:
-            return self._decode_marked(marker, body, tensors)
-        except (TypeError, ValueError) as exc:
-            raise CheckpointError(f"malformed checkpoint value {marker}: {exc}") from exc
+            return self._decode_marked(marker, body, tensors, depth + 1)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            raise CheckpointError(f"malformed checkpoint value {marker}: {str(exc)[:120]}") from exc
 
-    def _decode_marked(self, marker: str, body: Json, tensors: dict[str, torch.Tensor]) -> Any:
+    def _decode_marked(self, marker: str, body: Json, tensors: dict[str, torch.Tensor], depth: int) -> Any:
         if marker == "$t":
-            return tuple(self.decode(v, tensors) for v in body)
+            return tuple(self.decode(v, tensors, depth) for v in _list(body, 0))
         if marker == "$m":
-            return {self.decode(k, tensors): self.decode(v, tensors) for k, v in body}
+            pairs = (_list(kv, 2) for kv in _list(body, 0))
+            return {self.decode(k, tensors, depth): self.decode(v, tensors, depth) for k, v in pairs}
         if marker == "$x":
-            if body not in tensors:
-                raise CheckpointError(f"checkpoint tensor {body} is missing from the tensor file")
+            if not isinstance(body, str) or body not in tensors:
+                raise CheckpointError(f"checkpoint tensor {str(body)[:40]} is missing from the tensor file")
             return tensors[body]
         if marker == "$e":
-            return self._type(body[0])(body[1])
+            name, value = _list(body, 2)
+            return self._type(name)(value)
         if marker == "$d":
-            cls = self._type(body[0])
-            return cls(**{name: self.decode(v, tensors) for name, v in body[1].items()})
-        raise CheckpointError(f"unknown checkpoint marker {marker!r}")
+            name, fields = _list(body, 2)
+            if not isinstance(fields, dict):
+                raise TypeError(f"{name}: fields must be an object, got {type(fields).__name__}")
+            cls = self._type(name)
+            values = {key: self.decode(v, tensors, depth) for key, v in fields.items()}
+            _check_fields(cls, values)
+            return cls(**values)
+        raise CheckpointError(f"unknown checkpoint marker {str(marker)[:20]!r}")
 
     def _type(self, name: str) -> Any:
         if name not in self._types:
@@ -106,6 +124,65 @@ class Codec:
         if self._types.get(cls.__name__) is not cls:
             raise TypeError(f"type {cls.__name__} is not registered with the checkpoint codec")
         return cls.__name__
+
+
+def _list(body: Json, length: int) -> list[Any]:
+    """``body`` as a list (of exactly ``length`` items unless 0)."""
+    if not isinstance(body, list) or (length and len(body) != length):
+        raise TypeError(f"expected a list{f' of {length}' if length else ''}, got {str(body)[:40]}")
+    return body
+
+
+def _check_fields(cls: Any, values: dict[str, Any]) -> None:
+    """Raise :class:`CheckpointError` where a decoded field does not match its annotation."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation only a type checker resolves: no check
+        return
+    for name, value in values.items():
+        hint = hints.get(name)
+        if hint is not None and not conforms(value, hint):
+            raise CheckpointError(f"checkpoint field {cls.__name__}.{name}: expected {_show(hint)}, "
+                                  f"got {type(value).__name__}")
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits the type annotation ``hint`` (containers checked item by item).
+
+    >>> conforms((1, 2.5), tuple[float, ...]), conforms({"a": True}, dict[str, int])
+    (True, False)
+    """
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any or isinstance(hint, typing.TypeVar):
+        return True
+    if origin is typing.Annotated:
+        return conforms(value, args[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if hint is type(None):
+        return value is None
+    if hint in (int, float):
+        return isinstance(value, int | float) and not isinstance(value, bool) and (hint is float or isinstance(value, int))
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(v, args[0]) for v in value)
+        return not args or (len(args) == len(value) and all(map(conforms, value, args)))
+    if origin in (list, Sequence):
+        return isinstance(value, list | tuple) and (not args or all(conforms(v, args[0]) for v in value))
+    if origin in (dict, Mapping):
+        return isinstance(value, dict) and (not args or all(
+            conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items()))
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _show(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
 def _store(tensor: torch.Tensor, tensors: dict[str, torch.Tensor]) -> str:

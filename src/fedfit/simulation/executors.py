@@ -4,12 +4,19 @@ The contract is ``submit(task) -> Handle`` with ``Handle.result()`` and ``Handle
 Ray executor (``ray.remote`` tasks returning object refs) fits the same shape. Training is lazy
 in-process (run when its result is first needed, skipped if cancelled) and eager in the pool
 (started at submission, so tasks of a round run in parallel).
+
+Pool workers die with their parent: each starts a watchdog thread that exits the worker as soon
+as the process that started it is gone (``kill -9`` of fedfit included), so no orphaned worker
+holding a copy of the data outlives a run; the resource tracker follows once they are gone.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
+import threading
+import time
 from typing import Protocol
 
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
@@ -60,11 +67,21 @@ class LocalExecutor:
 
 
 _WORKER: Workload | None = None
+#: How often a pool worker checks that its parent is alive (seconds).
+PARENT_CHECK_S = 0.25
 
 
-def _init_worker(recipe: WorkloadRecipe) -> None:
+def _init_worker(recipe: WorkloadRecipe, parent_pid: int) -> None:
     global _WORKER  # noqa: PLW0603 - one workload per worker process, set once at start-up
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
     _WORKER = recipe.build()
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Exit this worker at once when ``parent_pid`` is no longer its parent (the parent died)."""
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
 
 
 def _run_in_worker(task: TrainTask) -> Update:
@@ -78,7 +95,7 @@ class ProcessPoolExecutor:
     def __init__(self, recipe: WorkloadRecipe, workers: int) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                            initializer=_init_worker, initargs=(recipe,))
+                                            initializer=_init_worker, initargs=(recipe, os.getpid()))
 
     def submit(self, task: TrainTask) -> Handle:
         return self._pool.submit(_run_in_worker, task)
