@@ -6,6 +6,7 @@ planner, orchestrator); :mod:`fedfit.runner` drives them and writes the run dire
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort, enrol
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
+from fedfit.security.builders import attack_spec, security_combine
 from fedfit.models.stages import stages_of
 from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
@@ -197,7 +199,7 @@ def build(config: ExperimentConfig) -> Experiment:
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
                      config.model.norm, config.width.scaler)
     optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer)
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack_spec(config, profiles))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
@@ -219,6 +221,7 @@ def build(config: ExperimentConfig) -> Experiment:
     evaluator = _evaluator(workload, config.width.calibration_samples)
     registry = enrol(fleet)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
+    orchestrator.rule = dataclasses.replace(orchestrator.rule, combine=security_combine(config, workload))
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
 
 

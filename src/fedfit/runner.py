@@ -27,6 +27,7 @@ from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
 from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
 from fedfit.report.model_file import save_model
+from fedfit.security.report import security_summary
 from fedfit.simulation import checkpoint
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.training import evaluate
@@ -169,7 +170,8 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
     summary = summarise(reports, config.evaluation.target_accuracy)
     local = _local_accuracy(exp, params)
     int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
-    return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8}
+    security = security_summary(exp, params, len(reports))
+    return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **security}
 
 
 def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:
