@@ -1,0 +1,26 @@
+"""The security sections of the config: defaults off, bad values named by their dotted key."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedfit.config import parse_config
+from fedfit.errors import ConfigError
+
+
+def test_security_is_off_by_default() -> None:
+    config = parse_config({})
+    assert config.attack.kind == "none" and config.aggregation.robust.rule == "mean"
+    assert not config.privacy.central.enabled and not config.privacy.secure_aggregation.enabled
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ({"aggregation": {"robust": {"rule": "mode"}}}, "aggregation.robust.rule"),
+    ({"aggregation": {"robust": {"trim_fraction": 0.5}}}, "aggregation.robust.trim_fraction"),
+    ({"attack": {"fraction": 1.5}}, "attack.fraction"),
+    ({"privacy": {"central": {"delta": 0}}}, "privacy.central.delta"),
+    ({"privacy": {"secure_aggregation": {"dropout": 1.0}}}, "privacy.secure_aggregation.dropout"),
+])
+def test_bad_security_values_name_their_key(raw: dict, key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        parse_config(raw)
