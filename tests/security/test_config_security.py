@@ -24,3 +24,13 @@ def test_security_is_off_by_default() -> None:
 def test_bad_security_values_name_their_key(raw: dict, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         parse_config(raw)
+
+
+def test_attack_and_defence_strategies_combine_with_a_plus() -> None:
+    from fedfit.strategies import apply_strategy
+
+    config = apply_strategy(parse_config({}), "attack-signflip+median")
+    assert config.attack.kind == "sign_flip" and config.attack.fraction == 0.1
+    assert config.aggregation.robust.rule == "median"
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        apply_strategy(parse_config({}), "attack-signflip+nonsense")
