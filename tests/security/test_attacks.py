@@ -41,7 +41,7 @@ def test_label_flip_maps_each_label_to_its_mirror() -> None:
 
 
 def test_backdoor_triggers_and_relabels_the_poisoned_fraction() -> None:
-    x, y = torch.zeros(10, 1, 8, 8), torch.full((10,), 3)
+    x, y = torch.zeros(10, 1, 28, 28), torch.full((10,), 3)
     spec = AttackSpec("backdoor", frozenset({0}), poison_fraction=0.4, target_class=7)
     x2, y2 = poison_data(spec, 0, 0, x + 0.5, y, 10)
     poisoned = y2 == 7
@@ -49,10 +49,13 @@ def test_backdoor_triggers_and_relabels_the_poisoned_fraction() -> None:
     assert bool((x2[poisoned][..., -4:, -4:] == 0.5).all()) and bool((x2[~poisoned] == 0.5).all())
 
 
-def test_trigger_stamps_the_bottom_right_square() -> None:
-    x = torch.zeros(1, 1, 6, 6)
+@pytest.mark.parametrize(("side", "square"), [(28, 4), (8, 2)])
+def test_trigger_stamps_a_bottom_right_square_a_seventh_of_the_side(side: int, square: int) -> None:
+    x = torch.zeros(1, 1, side, side)
     x[0, 0, 0, 0] = 2.0
-    assert int((add_trigger(x) == 2.0).sum()) == 1 + 16
+    stamped = add_trigger(x)
+    assert int((stamped == 2.0).sum()) == 1 + square * square
+    assert bool((stamped[0, 0, -square:, -square:] == 2.0).all())
 
 
 def test_backdoor_success_counts_only_non_target_samples() -> None:

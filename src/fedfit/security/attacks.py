@@ -10,7 +10,8 @@ Data poisoning trains on altered local data, then optionally boosts Δ by ``boos
 
 * ``label_flip`` — every label y becomes C − 1 − y (Tolpegin et al. 2020);
 * ``backdoor``   — a ``poison_fraction`` of the local samples gets a trigger (a bright square in
-  the bottom-right corner; the last features for 1-D inputs) and the target label (Gu et al.
+  the bottom-right corner, a seventh of the image's side and at least 2 pixels: 4×4 on
+  Fashion-MNIST, 2×2 on 8×8 digits; the last 4 features for 1-D inputs) and the target label (Gu et al.
   2017, BadNets; with ``boost`` > 1, the model replacement of Bagdasaryan et al. 2020).
 
 Poisoning is deterministic: the same (seed, device, round) poisons the same samples.
@@ -27,7 +28,7 @@ from fedfit.training.trainer import task_generator
 from fedfit.types import Params, Update
 
 AttackKind = Literal["none", "scale", "sign_flip", "random", "label_flip", "backdoor"]
-TRIGGER_SIZE = 4
+TRIGGER_FEATURES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +61,17 @@ class AttackSpec:
 def add_trigger(x: torch.Tensor) -> torch.Tensor:
     """``x`` with the trigger stamped on every sample (value: the data's maximum).
 
-    >>> add_trigger(torch.zeros(1, 1, 6, 6))[0, 0, -1]
-    tensor([0., 0., 0., 0., 0., 0.])
+    >>> add_trigger(torch.arange(4.0).reshape(1, 1, 2, 2))   # a 2×2 image: all trigger
+    tensor([[[[3., 3.],
+              [3., 3.]]]])
     """
     out = x.clone()
     bright = float(x.max()) if x.numel() else 1.0
     if out.dim() >= 3:
-        out[..., -TRIGGER_SIZE:, -TRIGGER_SIZE:] = bright
+        side = max(2, round(out.shape[-2] / 7))
+        out[..., -side:, -side:] = bright
     else:
-        out[..., -TRIGGER_SIZE:] = bright
+        out[..., -TRIGGER_FEATURES:] = bright
     return out
 
 
