@@ -11,7 +11,8 @@ few points); backdoor success is the share of non-target test images the trigger
 target class. Then DP-FedAvg calibrated to ε = 1, 4, 8 at δ = 1e-5 (and clipping without noise),
 and SecAgg's bytes and time per device and dropout tolerance for the model's update size.
 
-    PYTHONPATH=src .venv/bin/python bench/security.py [--dataset digits] [--rounds 20] [--json out.json]
+    PYTHONPATH=src .venv/bin/python bench/security.py [--dataset digits] [--rounds 15] [--json out.json]
+        [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp secagg]
 """
 
 from __future__ import annotations
@@ -57,13 +58,15 @@ def measure(base: ExperimentConfig, overrides: dict[str, Any]) -> dict[str, floa
             "eps": s.get("privacy", {}).get("epsilon", float("nan")), "wall_s": time.perf_counter() - t0}
 
 
-def attack_grid(base: ExperimentConfig) -> dict[str, dict[str, dict[str, float]]]:
-    """(attack, fraction) → defence → measurement, plus the clean fleet."""
+def attack_grid(base: ExperimentConfig, only: list[str] | None) -> dict[str, dict[str, dict[str, float]]]:
+    """(attack, fraction) → defence → measurement, plus the clean fleet (``only``: these attacks)."""
     none = {"attack.kind": "none", "aggregation.robust.rule": "mean"}
     grid: dict[str, dict[str, dict[str, float]]] = {}
     cases = [("clean", {})] + [(f"{a}@{f:.0%}", {**o, "attack.fraction": f}) for a, o in ATTACKS.items()
                                for f in (0.1, 0.3)]
     for name, attack in cases:
+        if only is not None and name.split("@")[0] not in only:
+            continue
         grid[name] = {d: measure(base, {**none, **attack, **o}) for d, o in DEFENCES.items()}
         print(name, {d: round(m["acc"], 3) for d, m in grid[name].items()}, flush=True)
     return grid
@@ -79,7 +82,8 @@ def dp_rows(base: ExperimentConfig, fleet: dict[str, Any]) -> dict[str, dict[str
     plain = {"attack.kind": "none", "aggregation.robust.rule": "mean", **fleet}
     dp = {**plain, "privacy.central.enabled": True, "privacy.central.clip_norm": 1.0}
     rows = {"fedavg": measure(base, plain),
-            "clip S=1, σ≈0": measure(base, {**dp, "privacy.central.noise_multiplier": 1e-9})}
+            "clip S=1, σ≈0": measure(base, {**dp, "privacy.central.target_epsilon": None,
+                                                      "privacy.central.noise_multiplier": 1e-9})}
     for eps in (8.0, 4.0, 1.0):
         rows[f"ε={eps:g}"] = measure(base, {**dp, "privacy.central.target_epsilon": eps})
     return rows
@@ -130,30 +134,36 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="examples/security.yaml")
     ap.add_argument("--dataset", default="digits")
-    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", nargs="*", default=None, help="attack grid rows to run (clean, scale, ...)")
+    ap.add_argument("--sections", nargs="*", default=["grid", "dp", "secagg"])
     args = ap.parse_args()
     base = with_overrides(load_config(args.config), {
         "data.dataset": args.dataset, "orchestration.rounds": args.rounds, "output.plots": False,
         "output.progress": False})
-    t0 = time.perf_counter()
-    grid = attack_grid(base)
-    print_grid(grid)
-    dp = {"30 phones, 10 a round, MLP": dp_rows(base, {}), "300 phones, 100 a round, logreg": dp_rows(base, LARGE_FLEET)}
-    for fleet, rows in dp.items():
-        print(f"\nDP-FedAvg, {fleet}:", {k: (round(v["acc"], 3), round(v["eps"], 2)) for k, v in rows.items()})
-    probe = run(with_overrides(base, {"orchestration.rounds": 1, "attack.kind": "none"}))
-    size = sum(v.numel() for v in probe.params.values() if v.is_floating_point())
-    sec = secagg_rows(size, base.orchestration.clients_per_round)
-    runs = secagg_run(base)
-    print(f"\nSecAgg, {size} parameters, cohort {base.orchestration.clients_per_round}:")
-    for row in sec:
-        print(row)
-    print({k: round(v["acc"], 3) for k, v in runs.items()})
+    t0, out = time.perf_counter(), dict[str, Any]()
+    if "grid" in args.sections:
+        out["grid"] = attack_grid(base, args.only)
+        print_grid(out["grid"])
+    if "dp" in args.sections:
+        out["dp"] = {"30 phones, 10 a round, MLP": dp_rows(base, {}),
+                     "300 phones, 100 a round, logreg": dp_rows(base, LARGE_FLEET)}
+        for fleet, rows in out["dp"].items():
+            print(f"\nDP-FedAvg, {fleet}:", {k: (round(v["acc"], 3), round(v["eps"], 2)) for k, v in rows.items()})
+    if "secagg" in args.sections:
+        probe = run(with_overrides(base, {"orchestration.rounds": 1, "attack.kind": "none"}))
+        out["size"] = sum(v.numel() for v in probe.params.values() if v.is_floating_point())
+        out["secagg"] = secagg_rows(out["size"], base.orchestration.clients_per_round)
+        out["secagg_runs"] = secagg_run(base)
+        print(f"\nSecAgg, {out['size']} parameters, cohort {base.orchestration.clients_per_round}:")
+        for row in out["secagg"]:
+            print(row)
+        print({k: round(v["acc"], 3) for k, v in out["secagg_runs"].items()})
     print(f"total wall {time.perf_counter() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"grid": grid, "dp": dp, "secagg": sec, "secagg_runs": runs, "size": size}, f, indent=1)
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

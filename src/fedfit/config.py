@@ -386,10 +386,21 @@ class SecureAggregationConfig(_Section):
     min_cohort: PositiveInt = 3
 
 
+class LocalDPConfig(_Section):
+    """DP-SGD on the device: per-sample clipping to ``clip_norm`` and Gaussian noise of
+    ``noise_multiplier`` × ``clip_norm`` on each step's gradient sum (sample-level DP)."""
+
+    enabled: bool = False
+    clip_norm: Annotated[float, Field(gt=0)] = 1.0
+    noise_multiplier: Annotated[float, Field(ge=0)] = 1.0
+    delta: Annotated[float, Field(gt=0, lt=1)] = 1e-5
+
+
 class PrivacyConfig(_Section):
     """Differential privacy and secure aggregation."""
 
     central: CentralDPConfig = CentralDPConfig()
+    local: LocalDPConfig = LocalDPConfig()
     secure_aggregation: SecureAggregationConfig = SecureAggregationConfig()
 
 

@@ -54,3 +54,12 @@ def test_a_backdoor_run_reports_its_success_rate() -> None:
     result = run(small(attack={"kind": "backdoor", "fraction": 0.25, "target_class": 1}))
     assert 0.0 <= result.summary["attack"]["backdoor_success"] <= 1.0
     assert len(result.summary["attack"]["malicious_devices"]) == 3
+
+
+def test_local_dp_sgd_reports_the_sample_level_epsilon() -> None:
+    result = run(small(privacy={"local": {"enabled": True, "noise_multiplier": 1.0, "clip_norm": 1.0}}))
+    local = result.summary["privacy"]["local"]
+    # the median device holds 1437/12 ≈ 120 samples: 3 epochs × ⌈120/16⌉ steps × 5 rounds
+    assert local["steps"] == 5 * 3 * -(-local["examples"] // 16)
+    assert 0 < local["epsilon"] < 100
+    assert "epsilon" not in result.summary["privacy"]

@@ -21,6 +21,7 @@ from fedfit.security.central_dp import CentralDP
 from fedfit.security.secagg.cohorts import SecureAggregate
 from fedfit.simulation.workload import Workload
 from fedfit.training import train
+from fedfit.training.dp_sgd import LocalDP
 from fedfit.types import DeviceProfile, Params, TrainPlan
 
 
@@ -90,6 +91,16 @@ def check_security(config: ExperimentConfig) -> None:
                           "to mean and clip to none")
     if p.central.enabled and (p.central.noise_multiplier is None) == (p.central.target_epsilon is None):
         raise ConfigError("privacy.central: give exactly one of noise_multiplier and target_epsilon")
+    if p.local.enabled and (config.model.norm != "none" or config.memory.mode != "off"):
+        raise ConfigError("privacy.local: DP-SGD needs model.norm: none and memory.mode: off "
+                          "(per-sample gradients of batch-norm or memory-technique programs are not supported)")
+
+
+def local_dp(config: ExperimentConfig) -> LocalDP | None:
+    """DP-SGD settings of ``privacy.local`` (``None`` when off)."""
+    check_security(config)
+    c = config.privacy.local
+    return LocalDP(c.clip_norm, c.noise_multiplier, config.seed) if c.enabled else None
 
 
 def security_combine(config: ExperimentConfig, workload: Workload) -> Combine:
@@ -106,13 +117,21 @@ def security_combine(config: ExperimentConfig, workload: Workload) -> Combine:
     return robust_combine(settings, root_update(config, workload) if r.rule == "fltrust" else None)
 
 
-def privacy_summary(config: ExperimentConfig, rounds: int) -> dict[str, Any]:
-    """``{"privacy": {...}}`` with ε at δ after ``rounds`` aggregations; empty without central DP."""
-    c = config.privacy.central
-    if not c.enabled:
-        return {}
-    sigma = noise_multiplier(config)
-    eps = epsilon(noise_multiplier=sigma, sampling_rate=sampling_rate(config), rounds=rounds, delta=c.delta,
-                  kind=c.accountant)
-    return {"privacy": {"epsilon": eps, "delta": c.delta, "noise_multiplier": sigma, "clip_norm": c.clip_norm,
-                        "sampling_rate": sampling_rate(config), "rounds": rounds, "accountant": c.accountant}}
+def privacy_summary(config: ExperimentConfig, rounds: int, examples: int) -> dict[str, Any]:
+    """``{"privacy": {...}}``: central DP's device-level ε after ``rounds`` aggregations, and local
+    DP-SGD's sample-level ε for a device of ``examples`` samples taking part in every round."""
+    c, loc, out = config.privacy.central, config.privacy.local, dict[str, Any]()
+    if c.enabled:
+        sigma = noise_multiplier(config)
+        eps = epsilon(noise_multiplier=sigma, sampling_rate=sampling_rate(config), rounds=rounds, delta=c.delta,
+                      kind=c.accountant)
+        out.update({"epsilon": eps, "delta": c.delta, "noise_multiplier": sigma, "clip_norm": c.clip_norm,
+                    "sampling_rate": sampling_rate(config), "rounds": rounds, "accountant": c.accountant})
+    if loc.enabled and loc.noise_multiplier > 0:
+        batch = min(config.training.batch_size, max(examples, 1))
+        steps = rounds * config.training.local_epochs * math.ceil(max(examples, 1) / batch)
+        eps = epsilon(noise_multiplier=loc.noise_multiplier, sampling_rate=batch / max(examples, 1), rounds=steps,
+                      delta=loc.delta)
+        out["local"] = {"epsilon": eps, "delta": loc.delta, "noise_multiplier": loc.noise_multiplier,
+                        "clip_norm": loc.clip_norm, "steps": steps, "examples": examples}
+    return {"privacy": out} if out else {}

@@ -27,10 +27,11 @@ def backdoor_rate(workload: Workload, params: Params, spec: AttackSpec) -> float
 
 
 def security_summary(exp: Experiment, params: Params, rounds: int) -> dict[str, Any]:
-    """Summary entries: ``privacy`` (central DP), ``attack`` (simulated attackers) and
-    ``secure_aggregation``; empty when none is configured."""
+    """Summary entries: ``privacy`` (central DP; local DP-SGD for the median-sized device),
+    ``attack`` (simulated attackers) and ``secure_aggregation``; empty when none is configured."""
     config, spec = exp.config, exp.workload.recipe.attack
-    out = privacy_summary(config, rounds)
+    sizes = sorted(len(d) for d in exp.workload.data.train)
+    out = privacy_summary(config, rounds, sizes[len(sizes) // 2])
     if spec.kind != "none":
         attack: dict[str, Any] = {"kind": spec.kind, "malicious_devices": sorted(spec.devices)}
         if spec.kind == "backdoor":
