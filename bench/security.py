@@ -62,7 +62,7 @@ def attack_grid(base: ExperimentConfig, only: list[str] | None) -> dict[str, dic
     """(attack, fraction) → defence → measurement, plus the clean fleet (``only``: these attacks)."""
     none = {"attack.kind": "none", "aggregation.robust.rule": "mean"}
     grid: dict[str, dict[str, dict[str, float]]] = {}
-    cases = [("clean", {})] + [(f"{a}@{f:.0%}", {**o, "attack.fraction": f}) for a, o in ATTACKS.items()
+    cases: list[tuple[str, dict[str, Any]]] = [("clean", {})] + [(f"{a}@{f:.0%}", {**o, "attack.fraction": f}) for a, o in ATTACKS.items()
                                for f in (0.1, 0.3)]
     for name, attack in cases:
         if only is not None and name.split("@")[0] not in only:

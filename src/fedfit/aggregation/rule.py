@@ -69,7 +69,7 @@ class AggregationRule:
             :attr:`Arrival.participation` from it).
         combine: the rule that folds contributions into the master: the masked weighted
             average, or a robust, private or secure one (:mod:`fedfit.aggregation.robust`,
-            :mod:`fedfit.privacy`).
+            :mod:`fedfit.security`).
     """
 
     weighting: Weighting = WEIGHTINGS["samples"]
