@@ -29,7 +29,7 @@ MASTER = {"w": torch.tensor([0.0, 0.0, 0.0, 7.0])}
 
 
 def _c(values: list[float], held: list[bool], weight: float = 1.0) -> Contribution:
-    return Contribution({"w": torch.tensor(values)}, weight, {"w": torch.tensor(held)})
+    return Contribution({"w": torch.tensor(values, dtype=torch.float32)}, weight, {"w": torch.tensor(held)})
 
 
 DEVICES = [
@@ -115,3 +115,23 @@ def test_aggregate_uses_the_rules_combine() -> None:
     updates = [Update(i, 0, {"w": torch.tensor([v])}, 1, 1, 1, 1, 1, 0.0) for i, v in enumerate((1.0, 2.0, 90.0))]
     rule = AggregationRule(combine=robust_combine(RobustSettings(rule="median")))
     assert torch.equal(aggregate({"w": torch.zeros(1)}, [Arrival(u) for u in updates], rule)["w"], torch.tensor([2.0]))
+
+
+def test_krum_distance_runs_over_shared_coordinates_scaled_to_the_model() -> None:
+    from fedfit.aggregation.robust.krum import pairwise_distances
+
+    master = {"w": torch.zeros(4)}
+    a = _c([1, 2, 3, 4], [T, T, T, T])
+    b = _c([2, 2, 0, 0], [T, T, F, F])
+    # shared coordinates 0, 1: squared difference 1 + 0 over 2 shared, scaled to D = 4: 2
+    assert float(pairwise_distances(master, [a, b])[0, 1]) == 2.0
+
+
+def test_fltrust_compares_a_narrow_update_with_the_root_on_its_own_coordinates() -> None:
+    master = {"w": torch.zeros(4)}
+    root = {"w": torch.tensor([1.0, 1.0, -5.0, 7.0])}
+    narrow = _c([3, 3, 0, 0], [T, T, F, F])          # same direction as the root on (0, 1): trust 1
+    flipped = _c([-1, -1, 5, -7], [T, T, T, T])      # opposite everywhere: trust 0
+    out = FLTrust(lambda m: root)(master, [narrow, flipped])["w"]
+    # rescaled to the root's norm on (0, 1), √2: (1, 1); nobody trusted holds 2 and 3
+    assert torch.allclose(out, torch.tensor([1.0, 1.0, 0.0, 0.0]))
