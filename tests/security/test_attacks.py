@@ -87,6 +87,9 @@ def test_attackers_outside_the_fleet_are_a_config_error(attack: dict, message: s
     {"privacy": {"secure_aggregation": {"enabled": True}}, "aggregation": {"robust": {"rule": "median"}}},
     {"privacy": {"central": {"enabled": True, "noise_multiplier": 1.0}}, "aggregation": {"robust": {"clip": "fixed"}}},
     {"privacy": {"central": {"enabled": True}}},
+    {"privacy": {"secure_aggregation": {"enabled": True}}, "orchestration": {"mode": "async"},
+     "asynchronous": {"algorithm": "fedasync"}},
+    {"privacy": {"local": {"enabled": True}}, "model": {"norm": "batch"}},
 ])
 def test_incompatible_security_settings_are_a_config_error(raw: dict) -> None:
     with pytest.raises(ConfigError, match="privacy"):

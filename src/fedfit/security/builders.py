@@ -69,6 +69,13 @@ def sampling_rate(config: ExperimentConfig) -> float:
     return min(1.0, cohort / config.num_devices)
 
 
+def _cohort_size(config: ExperimentConfig) -> int:
+    """Updates one aggregation folds: k in sync rounds, the buffer in FedBuff, 1 in FedAsync."""
+    if config.orchestration.mode == "async":
+        return 1 if config.asynchronous.algorithm == "fedasync" else config.asynchronous.buffer_size
+    return config.orchestration.clients_per_round
+
+
 def noise_multiplier(config: ExperimentConfig) -> float:
     """σ of the ``privacy.central`` section: given, or calibrated to ``target_epsilon``."""
     c = config.privacy.central
@@ -86,6 +93,9 @@ def check_security(config: ExperimentConfig) -> None:
     if p.secure_aggregation.enabled and (robust or p.central.enabled):
         raise ConfigError("privacy.secure_aggregation: cannot combine with robust rules or central DP "
                           "(both need individual updates, which SecAgg hides)")
+    if p.secure_aggregation.enabled and _cohort_size(config) < p.secure_aggregation.min_cohort:
+        raise ConfigError(f"privacy.secure_aggregation: an aggregation folds {_cohort_size(config)} update(s), "
+                          f"fewer than min_cohort {p.secure_aggregation.min_cohort}: a sum of so few reveals them")
     if p.central.enabled and robust:
         raise ConfigError("privacy.central: DP-FedAvg clips and averages itself; set aggregation.robust.rule "
                           "to mean and clip to none")
