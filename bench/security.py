@@ -9,10 +9,11 @@ plain FedAvg and each defence (adaptive clipping at the median norm, coordinate 
 median). Accuracy is the mean test accuracy of the last 3 rounds (single rounds swing by a
 few points); backdoor success is the share of non-target test images the trigger sends to the
 target class. Then DP-FedAvg calibrated to ε = 1, 4, 8 at δ = 1e-5 (and clipping without noise),
+local DP-SGD with fixed and dynamic batching (micro-batches per tier, out-of-memory failures),
 and SecAgg's bytes and time per device and dropout tolerance for the model's update size.
 
     PYTHONPATH=src .venv/bin/python bench/security.py [--dataset digits] [--rounds 15] [--json out.json]
-        [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp secagg]
+        [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp local secagg]
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import argparse
 import json
 import statistics
 import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import numpy as np
@@ -89,6 +92,33 @@ def dp_rows(base: ExperimentConfig, fleet: dict[str, Any]) -> dict[str, dict[str
     return rows
 
 
+def local_dp_rows(base: ExperimentConfig) -> dict[str, dict[str, Any]]:
+    """Local DP-SGD: accuracy, sample-level ε, micro-batches per tier and OOM failures, fixed
+    batch 32 vs dynamic batching (which sees the per-sample gradients in the memory model)."""
+    plain = {"attack.kind": "none", "aggregation.robust.rule": "mean", "training.batch_size": 32}
+    dp = {"privacy.local.enabled": True, "privacy.local.clip_norm": 1.0}
+    cases = {"plain, fixed 32": {**plain, "batching.mode": "fixed"},
+             "DP-SGD σ=1, fixed 32": {**plain, **dp, "batching.mode": "fixed", "privacy.local.noise_multiplier": 1.0},
+             "DP-SGD σ=1, dynamic": {**plain, **dp, "batching.mode": "dynamic", "privacy.local.noise_multiplier": 1.0},
+             "DP-SGD σ=0.5, dynamic": {**plain, **dp, "batching.mode": "dynamic",
+                                       "privacy.local.noise_multiplier": 0.5}}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, overrides in cases.items():
+        with TemporaryDirectory() as tmp:
+            result = run(with_overrides(base, overrides), Path(tmp) / "run")
+            events = [json.loads(line) for line in (Path(tmp) / "run" / "events.jsonl").read_text().splitlines()]
+        accs = [r.accuracy for r in result.reports if r.accuracy is not None]
+        batches: dict[str, list[int]] = {}
+        for e in events:
+            batches.setdefault(e["tier"], []).append(e["micro_batch"])
+        rows[name] = {"acc": statistics.fmean(accs[-3:]),
+                      "eps": result.summary.get("privacy", {}).get("local", {}).get("epsilon", float("nan")),
+                      "oom": sum(e["cause"] == "out_of_memory" for e in events),
+                      "micro_batch": {t: statistics.fmean(b) for t, b in sorted(batches.items())}}
+        print(name, rows[name], flush=True)
+    return rows
+
+
 def secagg_rows(size: int, cohort: int) -> list[dict[str, Any]]:
     """SecAgg over ``cohort`` devices with ``size``-float updates at several dropout rates."""
     rng = np.random.default_rng(0)
@@ -137,7 +167,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", nargs="*", default=None, help="attack grid rows to run (clean, scale, ...)")
-    ap.add_argument("--sections", nargs="*", default=["grid", "dp", "secagg"])
+    ap.add_argument("--sections", nargs="*", default=["grid", "dp", "local", "secagg"])
     args = ap.parse_args()
     base = with_overrides(load_config(args.config), {
         "data.dataset": args.dataset, "orchestration.rounds": args.rounds, "output.plots": False,
@@ -151,6 +181,8 @@ def main() -> None:
                      "300 phones, 100 a round, logreg": dp_rows(base, LARGE_FLEET)}
         for fleet, rows in out["dp"].items():
             print(f"\nDP-FedAvg, {fleet}:", {k: (round(v["acc"], 3), round(v["eps"], 2)) for k, v in rows.items()})
+    if "local" in args.sections:
+        out["local"] = local_dp_rows(base)
     if "secagg" in args.sections:
         probe = run(with_overrides(base, {"orchestration.rounds": 1, "attack.kind": "none"}))
         out["size"] = sum(v.numel() for v in probe.params.values() if v.is_floating_point())
