@@ -10,7 +10,8 @@ import torch
 from fedfit.aggregation import Contribution, masked_weighted_average
 from fedfit.security.secagg.cohorts import SecureAggregate, cohorts
 from fedfit.security.secagg.primitives import FRACTION_BITS, decode, encode
-from fedfit.security.secagg.protocol import SecAggAborted, SecAggClient, secure_sum
+from fedfit.security.secagg.protocol import SecAggClient, secure_sum
+from fedfit.security.secagg.server import SecAggAborted, SecAggServer
 
 
 def _vectors(n: int, size: int = 200, seed: int = 0) -> list[np.ndarray]:
@@ -89,3 +90,10 @@ def test_dropped_devices_are_left_out_of_the_average() -> None:
     plain = masked_weighted_average(master, contributions)
     assert not torch.allclose(secure["a"], plain["a"], atol=1e-3)  # 2 of each width group missing
     assert torch.isfinite(secure["a"]).all()
+
+
+def test_the_server_refuses_a_share_that_would_unmask_a_survivor() -> None:
+    server = SecAggServer(threshold=1, length=4)
+    server.receive_masked(0, np.zeros(4, dtype=np.uint64))
+    with pytest.raises(ValueError, match="expected 'b'"):
+        server.receive_unmask({0: ("s", (1, 5))})

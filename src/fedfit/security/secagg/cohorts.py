@@ -33,7 +33,8 @@ import torch
 from fedfit.aggregation import Contribution
 from fedfit.aggregation.robust.stack import held_mask
 from fedfit.security.central_dp import params_digest
-from fedfit.security.secagg.protocol import SecAggAborted, secure_sum
+from fedfit.security.secagg.protocol import secure_sum
+from fedfit.security.secagg.server import SecAggAborted
 from fedfit.types import Params
 
 #: name → boolean mask over the master tensor.

@@ -15,7 +15,9 @@ one; this module keeps every pair). Four rounds, the server only routing and sum
    b_i and each dropped device's s-key, removes the self-masks and the dropped devices'
    pairwise masks that did not cancel, and decodes Σ_{survivors} x_i.
 
-The server never sees an unmasked x_i; fewer than t colluding devices learn nothing of a
+The device side is :class:`SecAggClient`, the server side
+:class:`~fedfit.security.secagg.server.SecAggServer`, one method per round each; :func:`secure_sum`
+is the in-memory transport between them. The server never sees an unmasked x_i; fewer than t colluding devices learn nothing of a
 share. Key material comes from ``rng`` so simulations are reproducible (a deployment would
 draw it from the OS CSPRNG).
 """
@@ -32,14 +34,11 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fedfit.security.secagg.primitives import (
     FRACTION_BITS, PUBLIC_KEY_BYTES, agree, decode, encode, prg, private_bytes, private_key, public_bytes,
 )
-from fedfit.security.secagg.shamir import Share, reconstruct, split
+from fedfit.security.secagg.server import SecAggAborted, SecAggServer
+from fedfit.security.secagg.shamir import Share, split
 
 SHARE_BYTES = 66  # one GF(2^521 − 1) element
 NONCE_BYTES = 12
-
-
-class SecAggAborted(Exception):
-    """Fewer than the threshold of devices survived to unmask; the cohort's sum is lost."""
 
 
 @dataclass
@@ -136,50 +135,32 @@ def secure_sum(vectors: Sequence[np.ndarray], *, threshold: int, dropped: set[in
                seed: int = 0, fraction_bits: int = FRACTION_BITS) -> SecAggResult:
     """Run SecAgg over ``vectors`` (one per device), ``dropped`` devices leaving after masking.
 
+    The in-memory transport between :class:`SecAggClient` s and a :class:`SecAggServer`, counting
+    the bytes each device sends and receives.
+
     Raises:
         SecAggAborted: fewer than ``threshold`` devices survive.
     """
     rng, n, traffic = random.Random(seed), len(vectors), Traffic()
     clients = [SecAggClient(i, rng) for i in range(n)]
-    roster = {c.index: c.advertise() for c in clients}
+    server = SecAggServer(threshold, len(vectors[0]) if n else 0)
     for c in clients:
+        server.receive_keys(c.index, c.advertise())
         traffic.add(c.index, sent=2 * PUBLIC_KEY_BYTES, received=2 * PUBLIC_KEY_BYTES * n)
-    inboxes: dict[int, dict[int, bytes]] = {i: {} for i in range(n)}
     for c in clients:
-        for j, box in c.share_keys(roster, threshold, rng).items():
-            inboxes[j][c.index] = box
+        boxes = c.share_keys(server.roster, threshold, rng)
+        server.receive_shares(c.index, boxes)
+        for j, box in boxes.items():
             if j != c.index:
                 traffic.add(c.index, sent=len(box))
                 traffic.add(j, received=len(box))
-    survivors = [c for c in clients if c.index not in dropped]
-    if len(survivors) < threshold:
-        raise SecAggAborted(f"{len(survivors)} of {n} devices survived, threshold {threshold}")
-    total = np.zeros(len(vectors[0]) if n else 0, dtype=np.uint64)
-    for c in survivors:
-        total = total + c.masked_input(encode(vectors[c.index], fraction_bits))
-        traffic.add(c.index, sent=8 * len(total))
-    total = _unmask(total, survivors, inboxes, roster, threshold, traffic)
-    return SecAggResult(decode(total, fraction_bits), tuple(c.index for c in survivors), traffic)
-
-
-def _unmask(total: np.ndarray, survivors: list[SecAggClient], inboxes: dict[int, dict[int, bytes]],
-            roster: dict[int, tuple[bytes, bytes]], threshold: int, traffic: Traffic) -> np.ndarray:
-    """Round 3 at the server: collect shares, rebuild seeds and keys, strip the masks."""
-    alive = {c.index for c in survivors}
-    collected: dict[int, dict[str, list[Share]]] = {}
-    for c in survivors:
-        traffic.add(c.index, received=4 * len(alive))
-        for owner, (kind, share) in c.unmask(alive, inboxes[c.index]).items():
-            collected.setdefault(owner, {}).setdefault(kind, []).append(share)
-            traffic.add(c.index, sent=2 + SHARE_BYTES)
-    for owner, kinds in collected.items():
-        kind, shares = next(iter(kinds.items()))
-        secret = reconstruct(shares[:threshold]).to_bytes(32, "big")
-        if kind == "b":
-            total = total - prg(secret, len(total))
-            continue
-        dropped_key = private_key(secret)
-        for j in sorted(alive):  # survivor j added +PRG(s_jk) if j < k, −PRG(s_jk) otherwise
-            mask = prg(agree(dropped_key, roster[j][1], b"mask"), len(total))
-            total = total - mask if j < owner else total + mask
-    return total
+    for c in clients:
+        if c.index not in dropped:
+            server.receive_masked(c.index, c.masked_input(encode(vectors[c.index], fraction_bits)))
+            traffic.add(c.index, sent=8 * server.length)
+    alive = server.survivors()
+    for c in clients:
+        if c.index in alive:
+            server.receive_unmask(c.unmask(alive, server.inboxes[c.index]))
+            traffic.add(c.index, sent=(2 + SHARE_BYTES) * n, received=4 * len(alive))
+    return SecAggResult(decode(server.finish(), fraction_bits), tuple(sorted(alive)), traffic)
