@@ -34,3 +34,17 @@ def test_attack_and_defence_strategies_combine_with_a_plus() -> None:
     assert config.aggregation.robust.rule == "median"
     with pytest.raises(ConfigError, match="unknown strategy"):
         apply_strategy(parse_config({}), "attack-signflip+nonsense")
+
+
+def test_every_security_strategy_fits_the_example_config() -> None:
+    from pathlib import Path
+
+    from fedfit.config import load_config
+    from fedfit.security.builders import check_security
+    from fedfit.strategies import apply_strategy
+
+    base = load_config(Path(__file__).resolve().parents[2] / "examples" / "security.yaml")
+    defences = ["fedavg", "clip", "median", "trimmed-mean", "krum", "multi-krum", "fltrust", "geomed", "dp", "secagg"]
+    for attack in ["attack-scale", "attack-signflip", "attack-random", "attack-labelflip", "attack-backdoor"]:
+        for defence in defences:
+            check_security(apply_strategy(base, f"{attack}+{defence}"))
