@@ -196,6 +196,22 @@ class ParticipationConfig(_Section):
     cutoff: PositiveInt = 50
 
 
+class RobustConfig(_Section):
+    """Robust aggregation (``aggregation.robust``): a rule in place of the plain masked average,
+    optionally after update-norm clipping; each works on masked, partial updates."""
+
+    rule: Literal["mean", "median", "trimmed_mean", "krum", "multi_krum", "fltrust", "geometric_median"] = "mean"
+    clip: Literal["none", "fixed", "adaptive"] = "none"
+    clip_bound: Annotated[float, Field(gt=0)] = 1.0
+    clip_quantile: Annotated[float, Field(gt=0, le=1)] = 0.5
+    trim_fraction: Annotated[float, Field(ge=0, lt=0.5)] = 0.1
+    byzantine: NonNegativeInt = 1
+    krum_keep: PositiveInt = 5
+    iterations: PositiveInt = 4
+    root_samples: PositiveInt = 100
+    root_epochs: PositiveInt = 1
+
+
 class AggregationConfig(_Section):
     """What wraps the one masked average: staleness discount, FedNova, server learning rate,
     q-FFL's fairness exponent (weights × training loss^q; 0: off) and participation weighting."""
@@ -205,6 +221,7 @@ class AggregationConfig(_Section):
     server_lr: Annotated[float, Field(gt=0)] = 1.0
     staleness: StalenessConfig = StalenessConfig()
     participation: ParticipationConfig = ParticipationConfig()
+    robust: RobustConfig = RobustConfig()
 
 
 class AsyncSection(_Section):
@@ -390,6 +407,57 @@ class AutoConfig(_Section):
 
     enabled: bool = False
     async_spread: Annotated[float, Field(gt=1.0)] = 50.0
+class AttackConfig(_Section):
+    """Simulated attackers: which devices (a seeded ``fraction`` of the fleet, plus ``devices`` by
+    id and every device of ``tiers``) and what they send."""
+
+    kind: Literal["none", "scale", "sign_flip", "random", "label_flip", "backdoor"] = "none"
+    fraction: Fraction = 0.0
+    devices: list[NonNegativeInt] = []
+    tiers: list[str] = []
+    scale: Annotated[float, Field(gt=0)] = 10.0
+    boost: Annotated[float, Field(gt=0)] = 1.0
+    poison_fraction: Annotated[float, Field(gt=0, le=1)] = 0.5
+    target_class: NonNegativeInt = 0
+
+
+class CentralDPConfig(_Section):
+    """DP-FedAvg at the server: per-device clipping and Gaussian noise; give ``noise_multiplier``
+    or a ``target_epsilon`` (reached after ``orchestration.rounds`` rounds) to calibrate it."""
+
+    enabled: bool = False
+    clip_norm: Annotated[float, Field(gt=0)] = 1.0
+    noise_multiplier: Annotated[float, Field(gt=0)] | None = None
+    target_epsilon: Annotated[float, Field(gt=0)] | None = None
+    delta: Annotated[float, Field(gt=0, lt=1)] = 1e-5
+    accountant: Literal["rdp", "pld"] = "rdp"
+
+
+class SecureAggregationConfig(_Section):
+    """SecAgg (simulated): the server learns only per-cohort sums."""
+
+    enabled: bool = False
+    threshold: Annotated[float, Field(gt=0, le=1)] = 0.5
+    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    min_cohort: PositiveInt = 3
+
+
+class LocalDPConfig(_Section):
+    """DP-SGD on the device: per-sample clipping to ``clip_norm`` and Gaussian noise of
+    ``noise_multiplier`` × ``clip_norm`` on each step's gradient sum (sample-level DP)."""
+
+    enabled: bool = False
+    clip_norm: Annotated[float, Field(gt=0)] = 1.0
+    noise_multiplier: Annotated[float, Field(ge=0)] = 1.0
+    delta: Annotated[float, Field(gt=0, lt=1)] = 1e-5
+
+
+class PrivacyConfig(_Section):
+    """Differential privacy and secure aggregation."""
+
+    central: CentralDPConfig = CentralDPConfig()
+    local: LocalDPConfig = LocalDPConfig()
+    secure_aggregation: SecureAggregationConfig = SecureAggregationConfig()
 
 
 class ExperimentConfig(_Section):
@@ -412,6 +480,8 @@ class ExperimentConfig(_Section):
     selection: SelectionConfig = SelectionConfig()
     local_work: LocalWorkConfig = LocalWorkConfig()
     width: WidthConfig = WidthConfig()
+    attack: AttackConfig = AttackConfig()
+    privacy: PrivacyConfig = PrivacyConfig()
     strategies: dict[str, dict[str, Any]] = {}
     auto: AutoConfig = AutoConfig()
 

@@ -6,6 +6,7 @@ planner, orchestrator); :mod:`fedfit.runner` drives them and writes the run dire
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +39,8 @@ from fedfit.orchestration.cohort import Cohort, enrol
 from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
+from fedfit.cost.dp_memory import per_sample_gradient_costs
+from fedfit.security.builders import attack_spec, local_dp, security_combine
 from fedfit.models.stages import stages_of
 from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
@@ -202,12 +205,14 @@ def build(config: ExperimentConfig) -> Experiment:
     data = build_federated_data(**dict(recipe_data))
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
                      config.model.norm, config.width.scaler)
-    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer)
+    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
+                                local_dp=local_dp(config))
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack_spec(config, profiles))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
+    costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
     memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
     examples = [len(d) for d in data.train]
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
@@ -228,6 +233,7 @@ def build(config: ExperimentConfig) -> Experiment:
     planner = _width_planner(config, base, profiles, num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
+    orchestrator.rule = dataclasses.replace(orchestrator.rule, combine=security_combine(config, workload))
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
                       auto)
 

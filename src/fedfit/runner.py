@@ -38,6 +38,7 @@ from fedfit.report import atomic
 from fedfit.report.lock import LOCK_NAME, RunLock
 from fedfit.report.model_file import save_model
 from fedfit.report.run_dir import OUTPUTS, finished
+from fedfit.security.report import security_summary
 from fedfit.simulation import checkpoint
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.training import evaluate
@@ -280,7 +281,9 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
     local = _local_accuracy(exp, params)
     int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
     auto = {"auto": list(exp.auto.reasons)} if exp.auto else {}
-    return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto}
+    security = security_summary(exp, params, len(reports))
+    return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto,
+                      **security}
 
 
 def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:

@@ -40,6 +40,23 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "memory-auto": {"memory.mode": "auto"},
     # chosen from the fleet (fedfit.policy.auto); fedavg-tuned runs its grid in fedfit.tuning
     "auto": {"auto.enabled": True},
+    # security (``attack:``, ``aggregation.robust``, ``privacy:``): defences, then attacks on 10% of the fleet
+    "clip": {"aggregation.robust.clip": "adaptive"},
+    "median": {"aggregation.robust.rule": "median"},
+    "trimmed-mean": {"aggregation.robust.rule": "trimmed_mean"},
+    "krum": {"aggregation.robust.rule": "krum"},
+    "multi-krum": {"aggregation.robust.rule": "multi_krum"},
+    "fltrust": {"aggregation.robust.rule": "fltrust"},
+    "geomed": {"aggregation.robust.rule": "geometric_median"},
+    "dp": {"privacy.central.enabled": True, "privacy.central.target_epsilon": 8.0,
+           "aggregation.robust.rule": "mean", "aggregation.robust.clip": "none"},
+    "secagg": {"privacy.secure_aggregation.enabled": True, "aggregation.robust.rule": "mean",
+               "aggregation.robust.clip": "none"},
+    "attack-scale": {"attack.kind": "scale", "attack.fraction": 0.1},
+    "attack-signflip": {"attack.kind": "sign_flip", "attack.fraction": 0.1},
+    "attack-random": {"attack.kind": "random", "attack.fraction": 0.1},
+    "attack-labelflip": {"attack.kind": "label_flip", "attack.fraction": 0.1},
+    "attack-backdoor": {"attack.kind": "backdoor", "attack.fraction": 0.1},
 }
 
 #: Strategies that are a procedure rather than a set of overrides (``fedfit compare`` runs them).
@@ -54,12 +71,18 @@ def strategy_names(config: ExperimentConfig) -> list[str]:
 def apply_strategy(config: ExperimentConfig, name: str) -> ExperimentConfig:
     """``config`` with strategy ``name``'s overrides applied (the config's own names win).
 
+    ``a+b`` applies strategy ``a``'s overrides, then ``b``'s (e.g. ``attack-scale+median``).
+
     Raises:
         ConfigError: unknown strategy, or an override that does not fit the config.
     """
     overrides = config.strategies.get(name)
     if overrides is None and name in BUILTIN:  # a built-in names its choices: auto only if it is auto
         overrides = {"auto.enabled": False, **BUILTIN[name]}
+    if overrides is None and "+" in name:
+        parts = [config.strategies.get(part, BUILTIN.get(part)) for part in name.split("+")]
+        overrides = None if None in parts else {"auto.enabled": False,
+                                                **{k: v for part in parts if part for k, v in part.items()}}
     if name == TUNED and overrides is None:
         raise ConfigError(f"--strategy: '{TUNED}' runs a grid of FedAvg configs; use fedfit compare")
     if overrides is None:

@@ -25,6 +25,7 @@ import torch
 from fedfit.aggregation.average import Contribution, masked_weighted_average
 from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_params, normalising_length
 from fedfit.aggregation.participation import ParticipationFn, unweighted
+from fedfit.aggregation.robust.stack import Combine
 from fedfit.aggregation.server import server_scale, server_step
 from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
 from fedfit.aggregation.weighting import WEIGHTINGS, Weighting
@@ -66,6 +67,9 @@ class AggregationRule:
         fednova: FedNova's local-solver description; ``None`` disables normalisation.
         participation: the device's versions folded in so far → its factor ω (the loops fill
             :attr:`Arrival.participation` from it).
+        combine: the rule that folds contributions into the master: the masked weighted
+            average, or a robust, private or secure one (:mod:`fedfit.aggregation.robust`,
+            :mod:`fedfit.security`).
     """
 
     weighting: Weighting = WEIGHTINGS["samples"]
@@ -73,6 +77,7 @@ class AggregationRule:
     staleness: StalenessFn = StalenessDiscount()
     server_lr: float = 1.0
     fednova: LocalSolver | None = None
+    combine: Combine = masked_weighted_average
 
 
 def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule = AggregationRule()) -> Params:
@@ -96,7 +101,7 @@ def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule
     ]
     if sum(c.weight for c in contributions) <= 0:
         return master
-    averaged = masked_weighted_average(master, contributions)
+    averaged = rule.combine(master, contributions)
     tau_eff = effective_steps([c.weight for c in contributions], lengths) if rule.fednova else 1.0
     return server_step(master, averaged, server_scale(server_lr=rule.server_lr, weights=weights,
                                                       discounts=discounts, tau_eff=tau_eff))

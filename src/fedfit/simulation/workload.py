@@ -15,6 +15,7 @@ from torch import nn
 
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.models import ModelSpec
+from fedfit.security.attacks import AttackSpec, poison_data, poison_update
 from fedfit.training import OptimizerConfig, train
 from fedfit.types import Params, TrainPlan, Update
 
@@ -27,6 +28,7 @@ class WorkloadRecipe:
     data_kwargs: tuple[tuple[str, Any], ...]
     seed: int
     optimizer: OptimizerConfig = OptimizerConfig()
+    attack: AttackSpec = AttackSpec()
 
     def build(self) -> Workload:
         """Build the data and return the workload."""
@@ -57,11 +59,15 @@ class Workload:
 
     def run(self, task: TrainTask) -> Update:
         """Train one task on a single intra-op thread (bitwise-reproducible in any process)."""
-        local = self.data.train[task.plan.device_id]
+        local, attack, plan = self.data.train[task.plan.device_id], self.recipe.attack, task.plan
+        x, y = local.x, local.y
+        if attack.attacks(plan.device_id):  # a simulated malicious device (fedfit.security.attacks)
+            x, y = poison_data(attack, plan.device_id, plan.round, x, y, self.data.num_classes)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return train(self.module(task.plan.width), task.params, local.x, local.y, task.plan,
-                         seed=self.recipe.seed, optimizer=self.recipe.optimizer)
+            update = train(self.module(plan.width), task.params, x, y, plan, seed=self.recipe.seed,
+                           optimizer=self.recipe.optimizer)
+            return poison_update(attack, update, task.params) if attack.attacks(plan.device_id) else update
         finally:
             torch.set_num_threads(threads)

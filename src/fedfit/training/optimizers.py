@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
+
+if TYPE_CHECKING:
+    from fedfit.training.dp_sgd import LocalDP
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,7 @@ class OptimizerConfig:
         kind: ``sgd`` or ``adam`` (Kingma & Ba 2015, "Adam: A Method for Stochastic Optimization").
         betas: Adam's moment decay rates.
         proximal_mu: FedProx μ: adds μ/2·‖w − w_global‖² to the local loss (0: off).
+        local_dp: DP-SGD's per-sample clipping and noise (:mod:`fedfit.training.dp_sgd`); ``None``: off.
     """
 
     momentum: float = 0.0
@@ -30,6 +34,7 @@ class OptimizerConfig:
     kind: Literal["sgd", "adam"] = "sgd"
     betas: tuple[float, float] = (0.9, 0.999)
     proximal_mu: float = 0.0
+    local_dp: LocalDP | None = None
 
     @property
     def slots(self) -> int:

@@ -17,6 +17,7 @@ from fedfit.errors import PlanError
 from fedfit.models.stages import stages_of
 from fedfit.training import qat
 from fedfit.training.checkpointing import layered_forward
+from fedfit.training.dp_sgd import dp_sgd_step, noise_generator
 from fedfit.training.freezing import freeze_except, importance_stages
 from fedfit.training.optimizers import OptimizerConfig, make_optimizer
 from fedfit.training.partial import compact_program, mask_generator, random_masks
@@ -100,7 +101,11 @@ def build_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig,
     t = plan.techniques
     if not t.active:
         opt = make_optimizer(model.parameters(), plan.lr, optimizer)
-        return Program(loss_step(model), (opt,), lambda: (state_of(model), None))
+        dp = optimizer.local_dp
+        step = dp_sgd_step(model, dp, noise_generator(dp.seed, plan.device_id, plan.round)) if dp else loss_step(model)
+        return Program(step, (opt,), lambda: (state_of(model), None))
+    if optimizer.local_dp is not None:
+        raise PlanError("techniques: local DP-SGD cannot be combined with memory techniques")
     check_techniques(t, len(stages_of(model)))
     program = _technique_program(model, plan, optimizer, x, y)
     inner = program.finish
