@@ -45,6 +45,9 @@ from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.batching import BatchingRules
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
+from fedfit.policy.dynamite.bound import Budget, Estimates
+from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.planning import RoundObserver
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
@@ -214,19 +217,44 @@ def build(config: ExperimentConfig) -> Experiment:
                            executor=executor, adapter=dynamic)
     predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
-    planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
-                             num_examples, costs, memory)
-    evaluator = _evaluator(workload, config.width.calibration_samples)
     registry = enrol(fleet)
-    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
+    dynamite = dynamite_planner(config, dynamic, registry, costs, memory, num_examples, initial)
+    planner = _width_planner(config, _planner(config, predictor, dynamite or dynamic, costs, memory, spec),
+                             profiles, num_examples, costs, memory)
+    evaluator = _evaluator(workload, config.width.calibration_samples)
+    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry,
+                                 dynamite)
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
 
 
-def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: DynamicBatchPlanner | None,
-             costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
-    """Batch (fixed or dynamic), then memory techniques, then local work; width wraps it all."""
-    t, o, w = config.training, config.orchestration, config.local_work
+def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | None, registry: Registry,
+                     costs: Callable[[float], ModelCost], memory: MemoryModel, data_sizes: list[int],
+                     initial: Params) -> DynamitePlanner | None:
+    """The ``dynamite:`` section's planner around the batch planner (``None`` when off)."""
+    d, t, o = config.dynamite, config.training, config.orchestration
+    if d.mode == "off":
+        return None
+    if config.local_work.kind == "budget":
+        raise ConfigError("dynamite.mode: does not combine with local_work.kind 'budget' (both set local steps)")
     base: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                                            max_steps=t.max_steps, deadline_s=o.deadline_s)
+    cohort = o.clients_per_round if o.mode == "sync" else (config.asynchronous.concurrency or config.num_devices)
+    p = d.prior
+    settings = DynamiteSettings(
+        solver=d.mode, adapt=d.adapt, budget=Budget(time_s=d.budget_time_s, energy_j=d.budget_energy_j),
+        prior=Estimates(beta=p.beta, rho=p.rho, delta=p.delta, sigma2=p.sigma2, loss=p.loss), tau_max=d.tau_max,
+        holding=d.holding, warmup_rounds=d.warmup_rounds, max_accumulation=d.max_accumulation,
+        participation=min(1.0, cohort / config.num_devices))
+    return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
+                           data_sizes=lambda: data_sizes, lr=t.lr, initial_params=initial,
+                           cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None)
+
+
+def _planner(config: ExperimentConfig, predictor: TaskPredictor, batch: Planner | None,
+             costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
+    """Batch (fixed, dynamic or DYNAMITE), then memory techniques, then local work; width wraps it all."""
+    t, o, w = config.training, config.orchestration, config.local_work
+    base: Planner = batch or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
                                             max_steps=t.max_steps, deadline_s=o.deadline_s)
     if config.memory.mode != "off":
         base = memory_planner(config, base, costs, memory, spec)
@@ -271,7 +299,8 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
 
 def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
                   evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
-                  submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
+                  submodels: SubModelExchange, registry: Registry,
+                  observer: RoundObserver | None = None) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
     if o.mode == "async":
@@ -282,14 +311,14 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
                            eval_every=config.evaluation.every)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
-                                 submodels=submodels, registry=registry)
+                                 submodels=submodels, registry=registry, observer=observer)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
                       max_staleness=o.max_staleness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
-                            submodels=submodels, registry=registry)
+                            submodels=submodels, registry=registry, observer=observer)
 
 
 @contextmanager
