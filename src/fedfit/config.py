@@ -39,8 +39,22 @@ class SyntheticConfig(_Section):
     iid: bool = False
 
 
+class StreamConfig(_Section):
+    """Streaming data (``data.stream``): samples arrive over virtual time into a bounded buffer
+    each device trains on (see :mod:`fedfit.data.stream`)."""
+
+    rate_per_s: Annotated[float, Field(ge=0.0)] = 0.5
+    rate_by_tier: dict[str, Annotated[float, Field(ge=0.0)]] = {}
+    burst_every_s: Annotated[float, Field(gt=0.0)] | None = None
+    burst_size: Annotated[int, Field(ge=0)] = 0
+    buffer_size: PositiveInt = 200
+    replacement: Literal["fifo", "reservoir", "random"] = "fifo"
+    initial: PositiveInt = 16
+    drift_at_s: Annotated[float, Field(ge=0.0)] | None = None
+
+
 class DataConfig(_Section):
-    """Dataset, location and partitioning."""
+    """Dataset, location and partitioning; ``stream`` makes the data arrive over time."""
 
     dataset: Literal["fashion_mnist", "digits", "synthetic", "vibration"] = "fashion_mnist"
     path: str = "/usr/share/datasets/fashion-mnist"
@@ -49,6 +63,7 @@ class DataConfig(_Section):
     max_train_samples: PositiveInt | None = 12000
     max_test_samples: PositiveInt | None = 2000
     local_test_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
+    stream: StreamConfig | None = None
 
 
 class ModelConfig(_Section):

@@ -27,6 +27,7 @@ from fedfit.aggregation import (
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
+from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.devices import (
     DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier,
 )
@@ -79,6 +80,20 @@ def fleet_profiles(config: ExperimentConfig) -> list[DeviceProfile]:
     return profiles
 
 
+def stream_spec(config: ExperimentConfig, profiles: list[DeviceProfile]) -> StreamSpec | None:
+    """The ``data.stream`` section as a :class:`StreamSpec` (each device at its tier's rate)."""
+    st = config.data.stream
+    if st is None:
+        return None
+    unknown = sorted(set(st.rate_by_tier) - {p.tier for p in profiles})
+    if unknown:
+        raise ConfigError(f"data.stream.rate_by_tier: no tier '{unknown[0]}' in the fleet")
+    return StreamSpec(rate_per_s=tuple(st.rate_by_tier.get(p.tier, st.rate_per_s) for p in profiles),
+                      buffer_size=st.buffer_size, replacement=st.replacement, initial=st.initial,
+                      burst_every_s=st.burst_every_s, burst_size=st.burst_size, drift_at_s=st.drift_at_s,
+                      seed=config.seed)
+
+
 def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> list[DeviceTrace]:
     """Seeded generated traces, with the user's CSV traces laid over the named devices."""
     params = TraceParams(step_s=config.fleet.trace_step_s)
@@ -120,6 +135,7 @@ class Experiment:
     submodels: SubModelExchange | None = None
     width: WidthPlanner | None = None
     registry: Registry | None = None
+    stream: DataStream | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -200,7 +216,7 @@ def build(config: ExperimentConfig) -> Experiment:
     spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
                      config.model.norm, config.width.scaler)
     optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer)
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, stream_spec(config, profiles))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
@@ -212,24 +228,28 @@ def build(config: ExperimentConfig) -> Experiment:
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
     num_examples = [len(d) for d in data.train]
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
+    stream = workload.stream
     fleet = SimulatedFleet(profiles=profiles, traces=fleet_traces(config, profiles),
                            num_examples=num_examples, costs=costs, memory=memory,
-                           executor=executor, adapter=dynamic)
+                           executor=executor, adapter=dynamic, examples_at=stream.size if stream else None)
     predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     registry = enrol(fleet)
-    dynamite = dynamite_planner(config, dynamic, registry, costs, memory, num_examples, initial)
+    sizes: Callable[[float], list[int]] = (lambda now_s: [stream.size(d, now_s) for d in range(len(profiles))]) \
+        if stream else (lambda now_s: num_examples)
+    dynamite = dynamite_planner(config, dynamic, registry, costs, memory, sizes, initial)
     planner = _width_planner(config, _planner(config, predictor, dynamite or dynamic, costs, memory, spec),
                              profiles, num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry,
                                  dynamite)
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
+                      stream)
 
 
 def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | None, registry: Registry,
-                     costs: Callable[[float], ModelCost], memory: MemoryModel, data_sizes: list[int],
-                     initial: Params) -> DynamitePlanner | None:
+                     costs: Callable[[float], ModelCost], memory: MemoryModel,
+                     data_sizes: Callable[[float], list[int]], initial: Params) -> DynamitePlanner | None:
     """The ``dynamite:`` section's planner around the batch planner (``None`` when off)."""
     d, t, o = config.dynamite, config.training, config.orchestration
     if d.mode == "off":
@@ -246,7 +266,7 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
         holding=d.holding, warmup_rounds=d.warmup_rounds, max_accumulation=d.max_accumulation,
         participation=min(1.0, cohort / config.num_devices))
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
-                           data_sizes=lambda: data_sizes, lr=t.lr, initial_params=initial,
+                           data_sizes=data_sizes, lr=t.lr, initial_params=initial,
                            cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None)
 
 

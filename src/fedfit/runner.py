@@ -11,6 +11,7 @@ events, metrics and virtual times (wall times aside).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
 from fedfit.report import RunDirectory, local_accuracy_by_tier, summarise, worst_tier_gap
 from fedfit.report.model_file import save_model
+from fedfit.report.stream import with_stream_metrics
 from fedfit.simulation import checkpoint
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.training import evaluate
@@ -127,10 +129,15 @@ def _rounds(exp: Experiment, state: SyncState | AsyncState,
             count: int) -> Iterator[tuple[RoundOutcome, SyncState | AsyncState]]:
     if isinstance(exp.orchestrator, AsyncOrchestrator):
         assert isinstance(state, AsyncState)
-        yield from exp.orchestrator.run(state, count)
+        rounds: Iterator[tuple[RoundOutcome, SyncState | AsyncState]] = exp.orchestrator.run(state, count)
     else:
         assert isinstance(state, SyncState)
-        yield from exp.orchestrator.run(state, count)
+        rounds = exp.orchestrator.run(state, count)
+    for outcome, after in rounds:
+        if exp.stream is not None:
+            outcome = dataclasses.replace(outcome, report=with_stream_metrics(outcome.report, outcome.results,
+                                                                             exp.stream))
+        yield outcome, after
 
 
 def _initial_state(exp: Experiment) -> SyncState | AsyncState:

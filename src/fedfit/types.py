@@ -336,3 +336,5 @@ class RoundReport:
     energy_j: float
     rejected_updates: int
     micro_batch_by_tier: dict[str, float] = field(default_factory=dict)
+    buffer_size_by_tier: dict[str, float] = field(default_factory=dict)
+    data_age_s_by_tier: dict[str, float] = field(default_factory=dict)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from fedfit.data import FederatedData, build_federated_data
+from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.models import ModelSpec
 from fedfit.training import OptimizerConfig, train
 from fedfit.types import Params, TrainPlan, Update
@@ -27,6 +28,7 @@ class WorkloadRecipe:
     data_kwargs: tuple[tuple[str, Any], ...]
     seed: int
     optimizer: OptimizerConfig = OptimizerConfig()
+    stream: StreamSpec | None = None
 
     def build(self) -> Workload:
         """Build the data and return the workload."""
@@ -35,10 +37,12 @@ class WorkloadRecipe:
 
 @dataclass(frozen=True)
 class TrainTask:
-    """One task for an executor: a plan and the parameters it starts from."""
+    """One task for an executor: a plan, the parameters it starts from, and the virtual time
+    it was dispatched (a streaming device trains on what its buffer holds then)."""
 
     plan: TrainPlan
     params: Params
+    at_s: float = 0.0
 
 
 class Workload:
@@ -48,6 +52,8 @@ class Workload:
         self.recipe = recipe
         self.data = data
         self._modules: dict[float, nn.Module] = {}
+        self.stream = None if recipe.stream is None else \
+            DataStream(recipe.stream, [d.y for d in data.train], data.num_classes)
 
     def module(self, width: float) -> nn.Module:
         """A module of the model at ``width`` (built once, weights overwritten per task)."""
@@ -58,6 +64,8 @@ class Workload:
     def run(self, task: TrainTask) -> Update:
         """Train one task on a single intra-op thread (bitwise-reproducible in any process)."""
         local = self.data.train[task.plan.device_id]
+        if self.stream is not None:
+            local = local.subset(list(self.stream.buffer(task.plan.device_id, task.at_s).indices))
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:

@@ -85,7 +85,8 @@ class DynamitePlanner:
         registry: profiles, last reported states and measured durations of every device.
         costs: the measured model per width.
         memory: the memory model (the micro-batch cap).
-        data_sizes: samples each device holds now (``data_sizes()``; a stream's buffer sizes).
+        data_sizes: samples each device holds at a virtual time (``data_sizes(now_s)``; a
+            stream's buffer sizes).
         lr: the local learning rate η the base planner gives.
         initial_params: the model version 0 devices start from.
         cap_of: the micro-batch a device's batch policy affords (dynamic batching); ``None``:
@@ -94,7 +95,7 @@ class DynamitePlanner:
 
     def __init__(self, base: Planner, settings: DynamiteSettings, *, registry: Registry,
                  costs: Callable[[float], ModelCost], memory: MemoryModel,
-                 data_sizes: Callable[[], Sequence[int]], lr: float, initial_params: Params,
+                 data_sizes: Callable[[float], Sequence[int]], lr: float, initial_params: Params,
                  cap_of: Callable[[DeviceProfile, DeviceState], int] | None = None) -> None:
         self.base, self.settings, self.registry = base, settings, registry
         self.costs, self.memory, self.data_sizes, self.cap_of = costs, memory, data_sizes, cap_of
@@ -115,7 +116,7 @@ class DynamitePlanner:
         cap = self._device(device_id).micro_cap
         micro = min(batch, cap)
         accumulation = math.ceil(batch / micro)
-        steps_per_epoch = math.ceil(max(1, self.data_sizes()[device_id]) / (micro * accumulation))
+        steps_per_epoch = math.ceil(max(1, self.data_sizes(self.spent_s)[device_id]) / (micro * accumulation))
         return dataclasses.replace(plan, micro_batch=micro, accumulation_steps=accumulation, max_steps=tau,
                                    local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=())
 
@@ -156,7 +157,7 @@ class DynamitePlanner:
             state = self._reachable.get(device_id) or nominal_state(profile)
         self._reachable[device_id] = state
         cost = self.costs(1.0)
-        d = device_cost(profile, state, cost, self.memory, data_size=self.data_sizes()[device_id],
+        d = device_cost(profile, state, cost, self.memory, data_size=self.data_sizes(self.spent_s)[device_id],
                         payload_bytes=cost.param_bytes, max_accumulation=self.settings.max_accumulation)
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
