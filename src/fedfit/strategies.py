@@ -38,6 +38,13 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "progressive": {"memory.mode": "all", "memory.techniques": ["progressive"]},
     "split": {"memory.mode": "all", "memory.techniques": ["split"]},
     "memory-auto": {"memory.mode": "auto"},
+    # DYNAMITE (seed 001): the untuned baseline, then the co-optimised (τ, b) solvers
+    "batch32-epoch1": {"training.batch_size": 32, "training.local_epochs": 1, "training.max_steps": None,
+                       "batching.mode": "fixed", "dynamite.mode": "off"},
+    "dynamite-closed": {"dynamite.mode": "closed_form", "dynamite.adapt": False},
+    "dynamite-homogeneous": {"dynamite.mode": "homogeneous", "dynamite.adapt": False},
+    "dynamite-hetero": {"dynamite.mode": "heterogeneous", "dynamite.adapt": False},
+    "dynamite-online": {"dynamite.mode": "heterogeneous", "dynamite.adapt": True},
 }
 
 

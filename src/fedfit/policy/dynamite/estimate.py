@@ -11,9 +11,16 @@ started from the global model w is the update's *pseudo-gradient*::
 and from one round (t) to the next (t+1)::
 
     δ  = Σ p_i ‖g_i − g‖                                  gradient divergence
-    β  = ‖g(t+1) − g(t)‖ / ‖w(t+1) − w(t)‖                smoothness (gradient secant)
-    ρ  = max(|L(t+1) − L(t)| / ‖w(t+1) − w(t)‖, ‖g‖)      Lipschitz constant (loss secant, and
-                                                          the gradient norm it must exceed)
+    β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (1/n_i(t) + 1/n_i(t+1))) / ‖w(t+1) − w(t)‖
+                                                          smoothness: the gradient secant over
+                                                          the devices in both rounds, less the
+                                                          mini-batch noise it expects
+    ρ  = ‖g‖                                              Lipschitz constant: a ρ-Lipschitz loss
+                                                          has ‖∇F‖ ≤ ρ; the gradient-norm probe
+                                                          is the tightest value consistent with
+                                                          it (the loss secant the authors use
+                                                          mixes losses averaged over local paths
+                                                          of different lengths once τ changes)
     σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
          devices in both rounds; n_i = samples processed): the part of a device's gradient
          change its smoothness does not explain is mini-batch noise of variance σ²/n.
@@ -47,18 +54,22 @@ def divergence(grads: Sequence[torch.Tensor], shares: Sequence[float]) -> tuple[
     return g, sum(w * float(torch.linalg.vector_norm(gi - g)) for w, gi in zip(weights, grads))
 
 
-def smoothness(g_prev: torch.Tensor, g_now: torch.Tensor, w_prev: torch.Tensor, w_now: torch.Tensor) -> float | None:
-    """β from the gradient secant; ``None`` when the model did not move."""
+def smoothness(g_prev: torch.Tensor, g_now: torch.Tensor, w_prev: torch.Tensor, w_now: torch.Tensor,
+               noise: float = 0.0) -> float | None:
+    """β from the gradient secant, the expected mini-batch ``noise`` in ‖Δg‖² taken out;
+    ``None`` when the model did not move or the noise explains the whole change.
+
+    >>> smoothness(torch.tensor([0.0, 0.0]), torch.tensor([3.0, 4.0]), torch.zeros(2), torch.tensor([1.0, 0.0]), 9.0)
+    4.0
+    """
     step = float(torch.linalg.vector_norm(w_now - w_prev))
-    return None if step <= 0 else float(torch.linalg.vector_norm(g_now - g_prev)) / step
+    signal = float(torch.linalg.vector_norm(g_now - g_prev)) ** 2 - noise
+    return None if step <= 0 or signal <= 0 else math.sqrt(signal) / step
 
 
-def lipschitz(loss_prev: float, loss_now: float, g_now: torch.Tensor, w_prev: torch.Tensor,
-              w_now: torch.Tensor) -> float:
-    """ρ: the loss secant, or the gradient norm when larger (a ρ-Lipschitz loss has ‖∇F‖ ≤ ρ)."""
-    step = float(torch.linalg.vector_norm(w_now - w_prev))
-    secant = abs(loss_now - loss_prev) / step if step > 0 else 0.0
-    return max(secant, float(torch.linalg.vector_norm(g_now)))
+def lipschitz(g: torch.Tensor) -> float:
+    """ρ: the global gradient's norm (a ρ-Lipschitz loss has ‖∇F‖ ≤ ρ)."""
+    return float(torch.linalg.vector_norm(g))
 
 
 def noise_variance(changes: Sequence[tuple[torch.Tensor, int, int]], beta: float, step: float) -> float | None:
@@ -142,14 +153,22 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
         return state
     g, delta = divergence([obs.grads[i] for i in ids], [obs.shares[i] for i in ids])
     new = dataclasses.replace(state, delta=smooth(state.delta, delta, holding),
+                              rho=smooth(state.rho, lipschitz(g), holding),
                               loss=smooth(state.loss, obs.loss, holding), last=obs, last_g=g)
     prev = state.last
-    if prev is None or state.last_g is None:
-        return dataclasses.replace(new, rho=smooth(state.rho, float(torch.linalg.vector_norm(g)), holding))
-    beta = smoothness(state.last_g, g, prev.start, obs.start)
-    rho = lipschitz(prev.loss, obs.loss, g, prev.start, obs.start)
+    if prev is None:
+        return new
+    common = [i for i in ids if i in prev.grads]
+    if not common:  # no device in both rounds: nothing to difference
+        return new
+    g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
+    g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])
+    total = sum(obs.shares[i] for i in common)
+    spread = sum((obs.shares[i] / total) ** 2 * (1 / max(1, prev.samples[i]) + 1 / max(1, obs.samples[i]))
+                 for i in common)
+    beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(state.sigma2 or 0.0) * spread)
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
-    changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in ids if i in prev.grads]
-    sigma2 = noise_variance(changes, beta, step) if beta is not None else None
-    return dataclasses.replace(new, beta=smooth(state.beta, beta, holding), rho=smooth(state.rho, rho, holding),
+    changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
+    sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
+    return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
                                sigma2=smooth(state.sigma2, sigma2, holding))
