@@ -85,6 +85,6 @@ def test_measured_durations_win_over_predictions() -> None:
     gd_round(slow, 0, torch.tensor([4.0, 4.0, 4.0]), duration_scale=3.0)
     # predicted 2 s (the task's modelled cost), measured 2 s and 6 s
     assert slow.speed[0] == pytest.approx(3.0) and fast.speed[0] == pytest.approx(1.0)
-    assert slow._device(0).round_s(5, 8) == pytest.approx(3 * fast._device(0).round_s(5, 8))
+    assert slow._device(0, 100).round_s(5, 8) == pytest.approx(3 * fast._device(0, 100).round_s(5, 8))
     a, b = fast.current(), slow.current()
     assert b.bound > a.bound  # a slower fleet affords fewer steps in the same budget

@@ -100,6 +100,7 @@ class DynamitePlanner:
         self.base, self.settings, self.registry = base, settings, registry
         self.costs, self.memory, self.data_sizes, self.cap_of = costs, memory, data_sizes, cap_of
         self.lr = lr
+        self._model = costs(1.0)  # measured once: the master's cost does not change
         self.estimator = EstimatorState()
         self.versions: dict[int, torch.Tensor] = {0: flatten(initial_params)}
         self._reachable: dict[int, DeviceState] = {}
@@ -113,7 +114,7 @@ class DynamitePlanner:
         plan = self.base.plan(device_id, round_, profile, state)
         assignment = self.current()
         tau, batch = assignment.tau, assignment.batches[self.registry.ids().index(device_id)]
-        cap = self._device(device_id).micro_cap
+        cap = self._device(device_id, self.data_sizes(self.spent_s)[device_id]).micro_cap
         micro = min(batch, cap)
         accumulation = math.ceil(batch / micro)
         steps_per_epoch = math.ceil(max(1, self.data_sizes(self.spent_s)[device_id]) / (micro * accumulation))
@@ -130,7 +131,8 @@ class DynamitePlanner:
     def solve(self) -> Assignment:
         """The assignment minimising the bound over the budget left, with today's estimates."""
         s = self.settings
-        devices = [self._device(d) for d in self.registry.ids()]
+        held = self.data_sizes(self.spent_s)
+        devices = [self._device(d, held[d]) for d in self.registry.ids()]
         sizes = [max(1, d.data_size) for d in devices]
         shares = [n / sum(sizes) for n in sizes]
         est = self.estimator.estimates(s.prior)
@@ -148,7 +150,7 @@ class DynamitePlanner:
         energy = None if b.energy_j is None else max(b.energy_j - self.spent_j, 1e-3 * b.energy_j) / share
         return Budget(time_s=time_s, energy_j=energy)
 
-    def _device(self, device_id: int) -> DeviceCost:
+    def _device(self, device_id: int, data_size: int) -> DeviceCost:
         """The device's cost from its last reported state (an unreachable device's from the
         last state it was reachable in, or a nominal one), calibrated by its measured speed."""
         profile = self.registry.profile(device_id)
@@ -156,9 +158,8 @@ class DynamitePlanner:
         if state is None or not state.online or state.bandwidth_bps <= 0:
             state = self._reachable.get(device_id) or nominal_state(profile)
         self._reachable[device_id] = state
-        cost = self.costs(1.0)
-        d = device_cost(profile, state, cost, self.memory, data_size=self.data_sizes(self.spent_s)[device_id],
-                        payload_bytes=cost.param_bytes, max_accumulation=self.settings.max_accumulation)
+        d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
+                        payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation)
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
         ratio = self.speed.get(device_id)

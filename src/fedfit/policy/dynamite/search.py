@@ -126,14 +126,27 @@ def _descend(tau: int, batches: list[int], devices: Sequence[DeviceCost], shares
              est: Estimates, lr: float, budget: Budget) -> Assignment:
     grids = [batch_grid(d.batch_cap) for d in devices]
     state = _Totals(tau, batches, devices, shares, est, lr, budget)
-    while True:
+    _fill_time_shares(state, batches, grids)
+    for _ in range(2 * sum(len(g) for g in grids)):  # each device crosses its grid at most twice
         moves = [(i, b) for i, g in enumerate(grids) for b in _neighbours(g, batches[i])]
         scored = [(state.value_if(i, b), i, b) for i, b in moves]
         value, i, b = min(scored, default=(math.inf, -1, 0))
         if value >= state.value() * (1 - 1e-12):
-            return Assignment(tau, tuple(batches), state.value())
+            break
         batches[i] = b
         state.move(i, b)
+    return Assignment(tau, tuple(batches), state.value())
+
+
+def _fill_time_shares(state: _Totals, batches: list[int], grids: list[list[int]]) -> None:
+    """Raise each device to the largest grid batch whose round fits the slowest round, where
+    that lowers the bound (with only a time budget it always does: K is unchanged)."""
+    slowest = max(state.times)
+    for i, grid in enumerate(grids):
+        fits = [g for g in grid if g > batches[i] and state.devices[i].round_s(state.tau, g) <= slowest]
+        if fits and state.value_if(i, fits[-1]) < state.value():
+            batches[i] = fits[-1]
+            state.move(i, fits[-1])
 
 
 def _neighbours(grid: list[int], b: int) -> list[int]:
@@ -152,6 +165,7 @@ class _Totals:
         self.energies = [d.round_j(tau, b) for d, b in zip(devices, batches)]
         self.noises = [p * p / b for p, b in zip(shares, batches)]
         self.fixed = est.rho * drift(tau, lr, est) / (lr * tau)
+        self._totals()
 
     def _value(self, slowest_s: float, energy_j: float, noise: float) -> float:
         k = math.inf
@@ -163,16 +177,22 @@ class _Totals:
         return optimisation + self.est.beta * self.lr * self.est.sigma2 / 2 * noise + self.fixed
 
     def value(self) -> float:
-        return self._value(max(self.times), sum(self.energies), sum(self.noises))
+        return self._value(self.top[1], self.energy, self.noise)
 
     def value_if(self, i: int, b: int) -> float:
         d = self.devices[i]
-        others = max((t for j, t in enumerate(self.times) if j != i), default=0.0)
-        return self._value(max(others, d.round_s(self.tau, b)),
-                           sum(self.energies) - self.energies[i] + d.round_j(self.tau, b),
-                           sum(self.noises) - self.noises[i] + self.shares[i] ** 2 / b)
+        others = self.top[2] if i == self.top[0] else self.top[1]
+        return self._value(max(others, d.round_s(self.tau, b)), self.energy - self.energies[i] + d.round_j(self.tau, b),
+                           self.noise - self.noises[i] + self.shares[i] ** 2 / b)
 
     def move(self, i: int, b: int) -> None:
         d = self.devices[i]
         self.times[i], self.energies[i] = d.round_s(self.tau, b), d.round_j(self.tau, b)
         self.noises[i] = self.shares[i] ** 2 / b
+        self._totals()
+
+    def _totals(self) -> None:
+        """Sums, and the slowest device with the slowest time and the runner-up's."""
+        self.energy, self.noise = sum(self.energies), sum(self.noises)
+        order = sorted(range(len(self.times)), key=lambda j: -self.times[j])
+        self.top = (order[0], self.times[order[0]], self.times[order[1]] if len(order) > 1 else 0.0)
