@@ -93,3 +93,20 @@ def test_bad_combinations_are_one_line_config_errors(sections: dict[str, Any], m
 def test_a_budget_is_required() -> None:
     with pytest.raises(ConfigError, match="budget_time_s"):
         small(dynamite={"budget_time_s": None})
+
+
+@pytest.mark.parametrize("example", ["dynamite", "dynamite_stream"])
+def test_examples_load_and_every_strategy_applies(example: str) -> None:
+    from pathlib import Path
+
+    from fedfit.config import load_config
+    from fedfit.strategies import apply_strategy
+
+    config = load_config(Path(__file__).resolve().parents[3] / "examples" / f"{example}.yaml")
+    names = ["batch32-epoch1", "dynamic", "dynamite-closed", "dynamite-homogeneous", "dynamite-hetero",
+             "dynamite-online", *[f"grid-b{b}-t{t}" for b in (8, 32, 128) for t in (5, 20, 50)]]
+    applied = {n: apply_strategy(config, n) for n in names}
+    assert applied["batch32-epoch1"].dynamite.mode == "off"
+    assert applied["grid-b8-t50"].training.max_steps == 50 and applied["grid-b8-t50"].training.batch_size == 8
+    assert applied["dynamite-hetero"].dynamite.adapt is False
+    assert (config.data.stream is not None) == (example == "dynamite_stream")
