@@ -81,8 +81,22 @@ class SyntheticConfig(_Section):
     iid: bool = False
 
 
+class StreamConfig(_Section):
+    """Streaming data (``data.stream``): samples arrive over virtual time into a bounded buffer
+    each device trains on (see :mod:`fedfit.data.stream`)."""
+
+    rate_per_s: Annotated[float, Field(ge=0.0)] = 0.5
+    rate_by_tier: dict[str, Annotated[float, Field(ge=0.0)]] = {}
+    burst_every_s: Annotated[float, Field(gt=0.0)] | None = None
+    burst_size: Annotated[int, Field(ge=0)] = 0
+    buffer_size: PositiveInt = 200
+    replacement: Literal["fifo", "reservoir", "random"] = "fifo"
+    initial: PositiveInt = 16
+    drift_at_s: Annotated[float, Field(ge=0.0)] | None = None
+
+
 class DataConfig(_Section):
-    """Dataset, location and partitioning."""
+    """Dataset, location and partitioning; ``stream`` makes the data arrive over time."""
 
     dataset: Literal["fashion_mnist", "digits", "synthetic", "vibration"] = "fashion_mnist"
     path: str = "/usr/share/datasets/fashion-mnist"
@@ -91,6 +105,7 @@ class DataConfig(_Section):
     max_train_samples: PositiveInt | None = 12000
     max_test_samples: PositiveInt | None = 2000
     local_test_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
+    stream: StreamConfig | None = None
 
 
 class ModelConfig(_Section):
@@ -458,6 +473,37 @@ class PrivacyConfig(_Section):
     central: CentralDPConfig = CentralDPConfig()
     local: LocalDPConfig = LocalDPConfig()
     secure_aggregation: SecureAggregationConfig = SecureAggregationConfig()
+class DynamitePriorConfig(_Section):
+    """Estimates DYNAMITE plans with before it has measured its own (see :mod:`fedfit.policy.dynamite`)."""
+
+    beta: Annotated[float, Field(gt=0.0)] = 1.0
+    rho: Annotated[float, Field(gt=0.0)] = 1.0
+    delta: Annotated[float, Field(ge=0.0)] = 1.0
+    sigma2: Annotated[float, Field(ge=0.0)] = 1.0
+    loss: Annotated[float, Field(gt=0.0)] = 2.3
+
+
+class DynamiteConfig(_Section):
+    """DYNAMITE (seed 001): co-optimised local steps τ and per-device batch b_i under a budget.
+
+    ``mode`` picks the solver (``off``: not used); ``adapt`` re-estimates and re-plans after
+    every aggregation, else the plan is fixed after ``warmup_rounds``."""
+
+    mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
+    adapt: bool = True
+    budget_time_s: Annotated[float, Field(gt=0.0)] | None = 3600.0
+    budget_energy_j: Annotated[float, Field(gt=0.0)] | None = None
+    tau_max: PositiveInt = 50
+    holding: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.5
+    warmup_rounds: PositiveInt = 2
+    max_accumulation: PositiveInt = 1
+    prior: DynamitePriorConfig = DynamitePriorConfig()
+
+    @model_validator(mode="after")
+    def _has_budget(self) -> DynamiteConfig:
+        if self.mode != "off" and self.budget_time_s is None and self.budget_energy_j is None:
+            raise ValueError("budget_time_s: set it or budget_energy_j (DYNAMITE plans against a budget)")
+        return self
 
 
 class ExperimentConfig(_Section):
@@ -482,6 +528,7 @@ class ExperimentConfig(_Section):
     width: WidthConfig = WidthConfig()
     attack: AttackConfig = AttackConfig()
     privacy: PrivacyConfig = PrivacyConfig()
+    dynamite: DynamiteConfig = DynamiteConfig()
     strategies: dict[str, dict[str, Any]] = {}
     auto: AutoConfig = AutoConfig()
 

@@ -29,6 +29,7 @@ from fedfit.autoconfig import resolve as resolve_auto
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
+from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.devices import (
     DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier,
 )
@@ -53,6 +54,9 @@ from fedfit.policy.auto import AutoDecision
 from fedfit.policy.batching import BatchingRules, initial_batch
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
+from fedfit.policy.dynamite.bound import Budget, Estimates
+from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.planning import RoundObserver
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
@@ -82,6 +86,20 @@ def fleet_profiles(config: ExperimentConfig) -> list[DeviceProfile]:
         profile = custom[name] if name in custom else tier(name)
         profiles.extend([profile] * count)
     return profiles
+
+
+def stream_spec(config: ExperimentConfig, profiles: list[DeviceProfile]) -> StreamSpec | None:
+    """The ``data.stream`` section as a :class:`StreamSpec` (each device at its tier's rate)."""
+    st = config.data.stream
+    if st is None:
+        return None
+    unknown = sorted(set(st.rate_by_tier) - {p.tier for p in profiles})
+    if unknown:
+        raise ConfigError(f"data.stream.rate_by_tier: no tier '{unknown[0]}' in the fleet")
+    return StreamSpec(rate_per_s=tuple(st.rate_by_tier.get(p.tier, st.rate_per_s) for p in profiles),
+                      buffer_size=st.buffer_size, replacement=st.replacement, initial=st.initial,
+                      burst_every_s=st.burst_every_s, burst_size=st.burst_size, drift_at_s=st.drift_at_s,
+                      seed=config.seed)
 
 
 def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> list[DeviceTrace]:
@@ -126,6 +144,7 @@ class Experiment:
     width: WidthPlanner | None = None
     registry: Registry | None = None
     auto: AutoDecision | None = None
+    stream: DataStream | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -207,7 +226,8 @@ def build(config: ExperimentConfig) -> Experiment:
                      config.model.norm, config.width.scaler)
     optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
                                 local_dp=local_dp(config))
-    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack_spec(config, profiles))
+    recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack=attack_spec(config, profiles),
+                            stream=stream_spec(config, profiles))
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
@@ -223,19 +243,25 @@ def build(config: ExperimentConfig) -> Experiment:
     traces = fleet_traces(config, profiles)
     config, auto = resolve_auto(config, profiles, [tr.state_at(0.0) for tr in traces], num_examples, costs, memory)
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
+    stream = workload.stream
     fleet = SimulatedFleet(profiles=profiles, traces=traces,
                            num_examples=num_examples, costs=costs, memory=memory,
-                           executor=executor, adapter=dynamic)
+                           executor=executor, adapter=dynamic, examples_at=stream.size if stream else None)
     predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     registry = enrol(fleet)
-    base = _planner(config, predictor, _with_history(dynamic, registry), costs, memory, spec)
-    planner = _width_planner(config, base, profiles, num_examples, costs, memory)
+    sizes: Callable[[float], list[int]] = (lambda now_s: [stream.size(d, now_s) for d in range(len(profiles))]) \
+        if stream else (lambda now_s: num_examples)
+    dynamite = dynamite_planner(config, dynamic, registry, costs, memory, sizes, initial)
+    batch = dynamite or _with_history(dynamic, registry)
+    planner = _width_planner(config, _planner(config, predictor, batch, costs, memory, spec),
+                             profiles, num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
-    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry)
+    orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry,
+                                 dynamite)
     orchestrator.rule = dataclasses.replace(orchestrator.rule, combine=security_combine(config, workload))
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
-                      auto)
+                      auto=auto, stream=stream)
 
 
 def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:
@@ -250,11 +276,34 @@ def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Pl
     return HistoryPlanner(dynamic, registry.history)
 
 
-def _planner(config: ExperimentConfig, predictor: TaskPredictor, dynamic: Planner | None,
-             costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
-    """Batch (fixed or dynamic), then memory techniques, then local work; width wraps it all."""
-    t, o, w = config.training, config.orchestration, config.local_work
+def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | None, registry: Registry,
+                     costs: Callable[[float], ModelCost], memory: MemoryModel,
+                     data_sizes: Callable[[float], list[int]], initial: Params) -> DynamitePlanner | None:
+    """The ``dynamite:`` section's planner around the batch planner (``None`` when off)."""
+    d, t, o = config.dynamite, config.training, config.orchestration
+    if d.mode == "off":
+        return None
+    if config.local_work.kind == "budget":
+        raise ConfigError("dynamite.mode: does not combine with local_work.kind 'budget' (both set local steps)")
     base: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
+                                            max_steps=t.max_steps, deadline_s=o.deadline_s)
+    cohort = o.clients_per_round if o.mode == "sync" else (config.asynchronous.concurrency or config.num_devices)
+    p = d.prior
+    settings = DynamiteSettings(
+        solver=d.mode, adapt=d.adapt, budget=Budget(time_s=d.budget_time_s, energy_j=d.budget_energy_j),
+        prior=Estimates(beta=p.beta, rho=p.rho, delta=p.delta, sigma2=p.sigma2, loss=p.loss), tau_max=d.tau_max,
+        holding=d.holding, warmup_rounds=d.warmup_rounds, max_accumulation=d.max_accumulation,
+        participation=min(1.0, cohort / config.num_devices))
+    return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
+                           data_sizes=data_sizes, lr=t.lr, initial_params=initial,
+                           cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None)
+
+
+def _planner(config: ExperimentConfig, predictor: TaskPredictor, batch: Planner | None,
+             costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
+    """Batch (fixed, dynamic or DYNAMITE), then memory techniques, then local work; width wraps it all."""
+    t, o, w = config.training, config.orchestration, config.local_work
+    base: Planner = batch or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
                                             max_steps=t.max_steps, deadline_s=o.deadline_s)
     if config.memory.mode != "off":
         base = memory_planner(config, base, costs, memory, spec)
@@ -303,7 +352,8 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
 
 def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
                   evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
-                  submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
+                  submodels: SubModelExchange, registry: Registry,
+                  observer: RoundObserver | None = None) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration
     cohort = _cohort(config, planner, predictor, dynamic)
     liveness = Liveness(stall_timeout_s=o.stall_timeout_s, max_wall_s=o.max_wall_s)
@@ -316,14 +366,14 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
                            liveness=liveness)
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
-                                 submodels=submodels, registry=registry)
+                                 submodels=submodels, registry=registry, observer=observer)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
                       max_staleness=o.max_staleness, liveness=liveness)
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
-                            submodels=submodels, registry=registry)
+                            submodels=submodels, registry=registry, observer=observer)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ by ``resume``. ``on_phase`` names each step as it completes (``config``, ``round
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from fedfit.report.lock import LOCK_NAME, RunLock
 from fedfit.report.model_file import save_model
 from fedfit.report.run_dir import OUTPUTS, finished
 from fedfit.security.report import security_summary
+from fedfit.report.stream import with_stream_metrics
 from fedfit.simulation import checkpoint
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.training import evaluate
@@ -213,10 +215,15 @@ def _rounds(exp: Experiment, state: SyncState | AsyncState,
             count: int) -> Iterator[tuple[RoundOutcome, SyncState | AsyncState]]:
     if isinstance(exp.orchestrator, AsyncOrchestrator):
         assert isinstance(state, AsyncState)
-        yield from exp.orchestrator.run(state, count)
+        rounds: Iterator[tuple[RoundOutcome, SyncState | AsyncState]] = exp.orchestrator.run(state, count)
     else:
         assert isinstance(state, SyncState)
-        yield from exp.orchestrator.run(state, count)
+        rounds = exp.orchestrator.run(state, count)
+    for outcome, after in rounds:
+        if exp.stream is not None:
+            outcome = dataclasses.replace(outcome, report=with_stream_metrics(outcome.report, outcome.results,
+                                                                             exp.stream))
+        yield outcome, after
 
 
 def _initial_state(exp: Experiment) -> SyncState | AsyncState:

@@ -57,6 +57,13 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "attack-random": {"attack.kind": "random", "attack.fraction": 0.1},
     "attack-labelflip": {"attack.kind": "label_flip", "attack.fraction": 0.1},
     "attack-backdoor": {"attack.kind": "backdoor", "attack.fraction": 0.1},
+    # DYNAMITE (seed 001): the untuned baseline, then the co-optimised (τ, b) solvers
+    "batch32-epoch1": {"training.batch_size": 32, "training.local_epochs": 1, "training.max_steps": None,
+                       "batching.mode": "fixed", "dynamite.mode": "off"},
+    "dynamite-closed": {"dynamite.mode": "closed_form", "dynamite.adapt": False},
+    "dynamite-homogeneous": {"dynamite.mode": "homogeneous", "dynamite.adapt": False},
+    "dynamite-hetero": {"dynamite.mode": "heterogeneous", "dynamite.adapt": False},
+    "dynamite-online": {"dynamite.mode": "heterogeneous", "dynamite.adapt": True},
 }
 
 #: Strategies that are a procedure rather than a set of overrides (``fedfit compare`` runs them).

@@ -340,3 +340,5 @@ class RoundReport:
     rejected_updates: int
     micro_batch_by_tier: dict[str, float] = field(default_factory=dict)
     failures_by_tier_cause: dict[str, dict[str, int]] = field(default_factory=dict)
+    buffer_size_by_tier: dict[str, float] = field(default_factory=dict)
+    data_age_s_by_tier: dict[str, float] = field(default_factory=dict)

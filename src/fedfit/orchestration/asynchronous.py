@@ -45,6 +45,7 @@ from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.sync import Evaluator, RoundOutcome
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy.backoff import Backoff
+from fedfit.policy.planning import RoundObserver
 from fedfit.types import Failure, FailureCause, Params, TaskResult
 
 
@@ -111,13 +112,15 @@ class AsyncOrchestrator:
     """Runs buffered asynchronous aggregation; iterate :meth:`run`.
 
     ``registry`` (default: the fleet's devices enrolled) receives each invited device's state
-    and every finished task; the cohort selects from it.
+    and every finished task; the cohort selects from it. ``observer`` (DYNAMITE's planner) is
+    told of every application.
     """
 
     def __init__(self, *, fleet: Fleet, cohort: Cohort, rule: AggregationRule, evaluator: Evaluator,
                  config: AsyncConfig, seed: int, submodels: Exchange | None = None,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, observer: RoundObserver | None = None) -> None:
         self.fleet, self.cohort, self.rule = fleet, cohort, rule
+        self.observer = observer
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
@@ -150,6 +153,8 @@ class AsyncOrchestrator:
                 results.append(result)
                 state = self._receive(state, result, tally)
             state = self._apply(state)
+            if self.observer is not None:
+                self.observer.observe(state.version, state.params, results, state.now_s)
             acc, loss = self._maybe_evaluate(state, target)
             state = dataclasses.replace(state, wall_s=time.perf_counter() - wall0)
             report = tally.report(round_=state.version - 1, virtual_time_s=state.now_s,

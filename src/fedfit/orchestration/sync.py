@@ -36,6 +36,7 @@ from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
+from fedfit.policy.planning import RoundObserver
 from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
 
 #: Evaluates parameters: returns (accuracy, loss).
@@ -106,14 +107,16 @@ class SyncOrchestrator:
     back at the coordinates it held (width-aware aggregation); without, the whole model.
     ``registry`` (default: the fleet's devices enrolled) receives the idle devices' states at
     each round's start and every finished task (stragglers cancelled at the deadline as
-    ``deadline`` failures); plans and the cohort's selection read it.
+    ``deadline`` failures); plans and the cohort's selection read it. ``observer`` (DYNAMITE's
+    planner) is told of every aggregation.
     """
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
                  config: SyncConfig, seed: int, cohort: Cohort | None = None,
                  rule: AggregationRule | None = None, submodels: Exchange | None = None,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, observer: RoundObserver | None = None) -> None:
         self.fleet, self.planner, self.weighting = fleet, planner, weighting
+        self.observer = observer
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
@@ -146,6 +149,8 @@ class SyncOrchestrator:
             tally = RoundTally()
             results, end_s = self._run_round(r, state, tally)
             params = self._aggregate(r, state.params, results, tally)
+            if self.observer is not None:
+                self.observer.observe(r + 1, params, results, end_s)
             acc, loss = self._maybe_evaluate(r, last, params)
             wall_s = time.perf_counter() - wall0
             report = tally.report(round_=r, virtual_time_s=end_s, wall_time_s=wall_s, accuracy=acc, loss=loss)

@@ -6,10 +6,11 @@ memory-, battery- and network-aware policies plug in behind the same ``plan`` ca
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from fedfit.types import DeviceProfile, DeviceState, TrainPlan
+from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan
 
 
 class Planner(Protocol):
@@ -17,6 +18,14 @@ class Planner(Protocol):
 
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
         """The plan for ``device_id`` at ``round_`` given its profile and last reported state."""
+        ...
+
+
+class RoundObserver(Protocol):
+    """Told of every aggregation (DYNAMITE's planner re-estimates and re-plans from it)."""
+
+    def observe(self, version: int, params: Params, results: Sequence[TaskResult], now_s: float) -> None:
+        """Model ``version`` is ``params``, folded from ``results``, at virtual time ``now_s``."""
         ...
 
 

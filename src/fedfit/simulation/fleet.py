@@ -89,14 +89,17 @@ class SimulatedFleet:
         memory: the memory model.
         executor: runs the training of successful tasks.
         adapter: device-side per-epoch batch policy (dynamic batching); ``None``: plans run as sent.
+        examples_at: samples a device holds at a virtual time (a stream's buffer);
+            ``None``: ``num_examples``.
     """
 
     def __init__(self, *, profiles: Sequence[DeviceProfile], traces: Sequence[StateTrace],
                  num_examples: Sequence[int], costs: CostTable, memory: MemoryModel,
-                 executor: Executor, adapter: EpochAdapter | None = None) -> None:
+                 executor: Executor, adapter: EpochAdapter | None = None,
+                 examples_at: Callable[[int, float], int] | None = None) -> None:
         self._profiles, self._traces, self._examples = list(profiles), list(traces), list(num_examples)
         self._costs, self._memory, self._executor = costs, memory, executor
-        self._adapter = adapter
+        self._adapter, self._examples_at = adapter, examples_at
         self._consumed_j = [0.0] * len(self._profiles)
         self._queue: EventQueue[tuple[PendingTask, Handle | None]] = EventQueue()
         self._busy: set[int] = set()
@@ -125,6 +128,8 @@ class SimulatedFleet:
         device = plan.device_id
         profile, state = self._profiles[device], self.snapshot(device, now_s)
         size = payload_bytes(params)
+        if self._examples_at is not None:
+            self._examples[device] = self._examples_at(device, now_s)
         cost = self._task_cost(plan, state, size)
         schedule = self._schedule(plan, cost, size, now_s)
         if schedule is None:
@@ -136,7 +141,7 @@ class SimulatedFleet:
         if failure is not None:  # report what was actually spent and sent
             sent_down = cost.bytes_down if finish_s > now_s else 0
             cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
-        task = None if failure else TrainTask(plan, params)
+        task = None if failure else TrainTask(plan, params, now_s)
         # A success's outcome is filled with the trained Update when the event pops.
         outcome: Update | Failure = failure or Failure(device, plan.round, FailureCause.REJECTED, "pending")
         result = TaskResult(plan=plan, tier=profile.tier, start_s=now_s, finish_s=finish_s,

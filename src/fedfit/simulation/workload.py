@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from fedfit.data import FederatedData, build_federated_data
+from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.models import ModelSpec
 from fedfit.security.attacks import AttackSpec, poison_data, poison_update
 from fedfit.training import OptimizerConfig, train
@@ -29,6 +30,7 @@ class WorkloadRecipe:
     seed: int
     optimizer: OptimizerConfig = OptimizerConfig()
     attack: AttackSpec = AttackSpec()
+    stream: StreamSpec | None = None
 
     def build(self) -> Workload:
         """Build the data and return the workload."""
@@ -37,10 +39,12 @@ class WorkloadRecipe:
 
 @dataclass(frozen=True)
 class TrainTask:
-    """One task for an executor: a plan and the parameters it starts from."""
+    """One task for an executor: a plan, the parameters it starts from, and the virtual time
+    it was dispatched (a streaming device trains on what its buffer holds then)."""
 
     plan: TrainPlan
     params: Params
+    at_s: float = 0.0
 
 
 class Workload:
@@ -50,6 +54,8 @@ class Workload:
         self.recipe = recipe
         self.data = data
         self._modules: dict[float, nn.Module] = {}
+        self.stream = None if recipe.stream is None else \
+            DataStream(recipe.stream, [d.y for d in data.train], data.num_classes)
 
     def module(self, width: float) -> nn.Module:
         """A module of the model at ``width`` (built once, weights overwritten per task)."""
@@ -60,6 +66,8 @@ class Workload:
     def run(self, task: TrainTask) -> Update:
         """Train one task on a single intra-op thread (bitwise-reproducible in any process)."""
         local, attack, plan = self.data.train[task.plan.device_id], self.recipe.attack, task.plan
+        if self.stream is not None:
+            local = local.subset(list(self.stream.buffer(task.plan.device_id, task.at_s).indices))
         x, y = local.x, local.y
         if attack.attacks(plan.device_id):  # a simulated malicious device (fedfit.security.attacks)
             x, y = poison_data(attack, plan.device_id, plan.round, x, y, self.data.num_classes)

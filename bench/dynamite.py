@@ -1,0 +1,106 @@
+"""DYNAMITE vs fixed (b, τ), dynamic batching and the untuned default, on two data sets and three seeds.
+
+For each data set, seed and strategy one run trains on the virtual clock until the budget is
+spent and prints: virtual seconds and fleet joules to the target accuracy ("-": not reached
+within the budget), the accuracy at the budget, and the last (τ, b_i) DYNAMITE planned. The
+offline-optimal reference is the grid point with the least time to target on the same fleet
+and seed; the summary compares online DYNAMITE with it and with batch 32 / one local epoch.
+The streaming variant (``--stream``) adds data arriving over time (examples/dynamite_stream.yaml).
+
+    PYTHONPATH=src python bench/dynamite.py [--seeds 0 1 2] [--datasets digits fashion_mnist] [--stream]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from fedfit.config import ExperimentConfig, load_config, with_overrides
+from fedfit.experiment import built
+from fedfit.policy.dynamite.planner import DynamitePlanner
+from fedfit.strategies import apply_strategy
+
+GRID = ["grid-b8-t50", "grid-b32-t5", "grid-b32-t20", "grid-b32-t50", "grid-b128-t50"]
+STRATEGIES = ["batch32-epoch1", "dynamic", "dynamite-closed", "dynamite-hetero", "dynamite-online", *GRID]
+DATASETS: dict[str, dict[str, Any]] = {
+    "digits": {"evaluation.target_accuracy": 0.80},
+    "fashion_mnist": {"data.dataset": "fashion_mnist", "data.max_train_samples": 1600,
+                      "data.max_test_samples": 500, "evaluation.target_accuracy": 0.65},
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    time_to_target_s: float | None
+    energy_to_target_j: float | None
+    accuracy_at_budget: float
+    plan: str
+    wall_s: float
+
+
+def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
+    """Train until the virtual clock passes ``budget_s``; first crossing of the target, last accuracy."""
+    start, energy, hit, accuracy = time.perf_counter(), 0.0, None, 0.0
+    with built(config) as exp:
+        for outcome in exp.orchestrator.rounds(exp.initial_params):
+            r = outcome.report
+            energy += r.energy_j
+            if r.virtual_time_s > budget_s:
+                break
+            accuracy = r.accuracy if r.accuracy is not None else accuracy
+            if hit is None and accuracy >= config.evaluation.target_accuracy:
+                hit = (r.virtual_time_s, energy)
+        planner = exp.orchestrator.observer
+        plan = ""
+        if isinstance(planner, DynamitePlanner) and planner.history:
+            _, tau, batches = planner.history[-1]
+            plan = f"τ={tau} b={min(batches)}..{max(batches)}"
+    return Outcome(hit[0] if hit else None, hit[1] if hit else None, accuracy, plan,
+                   time.perf_counter() - start)
+
+
+def _fmt(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--budget-s", type=float, default=30.0, help="virtual seconds per run")
+    parser.add_argument("--stream", action="store_true", help="the streaming variant")
+    args = parser.parse_args()
+    path = "examples/dynamite_stream.yaml" if args.stream else "examples/dynamite.yaml"
+    base = load_config(path)
+    for dataset in args.datasets:
+        for seed in args.seeds:
+            config = with_overrides(base, {**DATASETS[dataset], "seed": seed, "orchestration.rounds": 1000,
+                                           "dynamite.budget_time_s": args.budget_s})
+            rows = {name: run_to_budget(apply_strategy(config, name), args.budget_s) for name in STRATEGIES}
+            report(dataset, seed, rows)
+
+
+def report(dataset: str, seed: int, rows: dict[str, Outcome]) -> None:
+    print(f"\n{dataset} seed {seed}: strategy, s to target, J to target, accuracy at budget, plan, wall s")
+    for name, o in rows.items():
+        print(f"  {name:18s} {_fmt(o.time_to_target_s):>7s} {_fmt(o.energy_to_target_j):>8s} "
+              f"{o.accuracy_at_budget:6.3f}  {o.plan:22s} {o.wall_s:5.1f}", flush=True)
+    reached = {n: o for n, o in rows.items() if n in GRID and o.time_to_target_s is not None}
+    best = min(reached, key=lambda n: reached[n].time_to_target_s or 0.0) if reached else None
+    online, default = rows["dynamite-online"], rows["batch32-epoch1"]
+    print(f"  offline optimum (grid): {best or '-'}; online/optimum time: "
+          f"{_ratio(online.time_to_target_s, reached[best].time_to_target_s if best else None)}; "
+          f"online/batch32-epoch1 time: {_ratio(online.time_to_target_s, default.time_to_target_s)}, "
+          f"energy: {_ratio(online.energy_to_target_j, default.energy_to_target_j)}; "
+          f"best fixed accuracy at budget: {max(o.accuracy_at_budget for n, o in rows.items() if n in GRID):.3f}",
+          flush=True)
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None else f"{a / b:.2f}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""DYNAMITE's convergence bound as a function of (τ, b_i) under a time and/or energy budget.
+
+Liu et al. 2023, "DYNAMITE: Dynamic Interplay of Mini-Batch Size and Aggregation Frequency for
+Federated Learning with Static and Streaming Dataset" (arXiv 2310.14906). With learning rate
+η, τ local steps per aggregation, batch b_i on device i (data share p_i = D_i / D) and K
+rounds affordable in the budget, the bound on the training error is::
+
+    Φ(τ, b) = F0 / (η K τ)                     optimisation: fewer total steps, larger error
+            + β η σ² / 2 · Σ_i p_i² / b_i      mini-batch noise of the aggregated gradient
+            + ρ h(τ) / (η τ)                   local models drifting apart between aggregations
+
+    h(τ) = δ/β · ((ηβ + 1)^τ − 1) − η δ τ      (Wang et al. 2019, the local/global model gap)
+
+    K = min(T_budget / max_i round_s_i,  E_budget / Σ_i round_j_i)
+
+β is the smoothness, ρ the Lipschitz constant, δ the gradient divergence, σ² the per-sample
+gradient variance and F0 the current loss gap (:mod:`.estimate` estimates them online).
+Larger batches cut the noise but buy fewer steps; larger τ saves transfers but lets models
+drift: :mod:`.search` finds the balance.
+
+Homogeneous closed form. With h(τ) ≈ δ η² β τ (τ − 1) / 2 (first order in ηβ) and a round
+costing ``τ A (b + h₀) + C`` of the binding budget B, Φ separates into a term in b and one in τ::
+
+    b* = η σ · sqrt(β S B / (2 F0 A)),   S = Σ p_i²
+    τ* = sqrt(2 F0 C / (η² B ρ δ β))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fedfit.policy.dynamite.costs import DeviceCost
+
+
+@dataclass(frozen=True, slots=True)
+class Estimates:
+    """The convergence quantities the bound needs (all > 0 except where noted).
+
+    Attributes:
+        beta: β, smoothness (Lipschitz constant of the gradient).
+        rho: ρ, Lipschitz constant of the loss.
+        delta: δ, gradient divergence Σ p_i ‖∇F_i − ∇F‖ (≥ 0).
+        sigma2: σ², per-sample gradient variance (≥ 0).
+        loss: F0, the current loss gap.
+    """
+
+    beta: float
+    rho: float
+    delta: float
+    sigma2: float
+    loss: float
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What the rest of training may spend; ``None``: unbounded in that currency.
+
+    Attributes:
+        time_s: virtual seconds.
+        energy_j: joules summed over the fleet.
+    """
+
+    time_s: float | None = None
+    energy_j: float | None = None
+
+
+def drift(tau: int, lr: float, est: Estimates) -> float:
+    """h(τ): how far local models drift from the centralised one in τ steps.
+
+    >>> round(drift(2, 0.1, Estimates(beta=2.0, rho=1.0, delta=3.0, sigma2=0.0, loss=1.0)), 6)
+    0.06
+    """
+    if est.beta <= 0:
+        return 0.0
+    x = lr * est.beta
+    return max(0.0, est.delta / est.beta * ((x + 1) ** tau - 1) - lr * est.delta * tau)
+
+
+def rounds_affordable(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], budget: Budget) -> float:
+    """K: rounds the budget pays for when every device runs τ steps of its batch (``inf``: no budget)."""
+    k = math.inf
+    if budget.time_s is not None:
+        k = min(k, budget.time_s / max(d.round_s(tau, b) for d, b in zip(devices, batches)))
+    if budget.energy_j is not None:
+        k = min(k, budget.energy_j / sum(d.round_j(tau, b) for d, b in zip(devices, batches)))
+    return k
+
+
+def bound(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], shares: Sequence[float],
+          est: Estimates, lr: float, budget: Budget) -> float:
+    """Φ(τ, b): the bound on the training error (smaller is better).
+
+    Args:
+        tau: local steps between aggregations (≥ 1).
+        batches: b_i per device (≥ 1).
+        devices: each device's cost.
+        shares: p_i, each device's share of the data (summing to 1).
+        est: the convergence quantities.
+        lr: η, the local learning rate.
+        budget: what training may spend.
+    """
+    k = rounds_affordable(tau, batches, devices, budget)
+    optimisation = est.loss / (lr * k * tau) if k > 0 else math.inf
+    noise = est.beta * lr * est.sigma2 / 2 * sum(p * p / b for p, b in zip(shares, batches))
+    return optimisation + noise + est.rho * drift(tau, lr, est) / (lr * tau)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundShape:
+    """A round's cost in the binding budget's currency: ``τ · A · (b + h₀) + C`` per round.
+
+    Attributes:
+        per_sample: A (seconds or joules per sample).
+        per_step: A · h₀, the fixed cost of a step (under-utilised small batches).
+        per_round: C, the cost of one aggregation's transfers.
+        budget: B, what may be spent in that currency.
+    """
+
+    per_sample: float
+    per_step: float
+    per_round: float
+    budget: float
+
+
+def closed_form(shape: RoundShape, shares: Sequence[float], est: Estimates, lr: float) -> tuple[float, float]:
+    """The homogeneous (τ*, b*) of the first-order bound (real-valued; round and clamp them).
+
+    >>> shape = RoundShape(per_sample=0.01, per_step=0.0, per_round=200.0, budget=100.0)
+    >>> t, b = closed_form(shape, [0.5, 0.5], Estimates(1.0, 1.0, 1.0, 4.0, 1.0), lr=0.1)
+    >>> round(t, 6), round(b, 6)
+    (20.0, 10.0)
+    """
+    s = sum(p * p for p in shares)
+    b = lr * math.sqrt(est.sigma2 * est.beta * s * shape.budget / (2 * est.loss * shape.per_sample))
+    denominator = lr * lr * shape.budget * est.rho * est.delta * est.beta
+    tau = math.sqrt(2 * est.loss * shape.per_round / denominator) if denominator > 0 else math.inf
+    return tau, b

@@ -1,0 +1,113 @@
+"""DYNAMITE's cost model in fedfit's terms: what one round of (τ, b_i) costs a device.
+
+One local step of batch ``b`` (micro-batch ``m = min(b, cap)``, ``k = ceil(b / m)``
+accumulated micro-batches) takes, by fedfit's time model (:mod:`fedfit.cost.time`, with
+utilisation ``u(m) = peak · m / (m + h)``)::
+
+    step_s(b) = flops_per_sample · k · (m + h) / (flops_per_s · peak · thermal)
+              = a · k · (m + h)                      (a: seconds per sample at full utilisation)
+
+so a round of ``τ`` steps costs ``τ · step_s(b) + comm_s`` seconds and
+``P_compute · τ · step_s(b) + P_radio · comm_s`` joules. Predictions come from the device's
+profile and last reported state; once the device has reported a measured duration,
+:meth:`DeviceCost.calibrated` rescales the prediction to the measurement (measured wins).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from fedfit.cost.memory import MemoryModel
+from fedfit.cost.profile import ModelCost
+from fedfit.cost.time import THERMAL_FACTOR, transfer_time_s
+from fedfit.types import DeviceProfile, DeviceState
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCost:
+    """What one device's rounds cost, as DYNAMITE plans them.
+
+    Attributes:
+        sample_s: ``a``, seconds per sample at full utilisation.
+        half_batch: ``h``, the utilisation curve's half-saturation micro-batch.
+        comm_s: seconds of one aggregation's download + upload.
+        compute_power_w: power drawn while training.
+        radio_power_w: power drawn while transferring.
+        micro_cap: largest micro-batch the device's free memory holds (≥ 1).
+        data_size: ``D_i``, samples the device holds (its stream buffer's size when streaming).
+        max_accumulation: micro-batches a step may accumulate (1: the batch is capped by memory).
+    """
+
+    sample_s: float
+    half_batch: float
+    comm_s: float
+    compute_power_w: float
+    radio_power_w: float
+    micro_cap: int
+    data_size: int
+    max_accumulation: int = 1
+
+    @property
+    def batch_cap(self) -> int:
+        """Largest batch the device can afford (memory × accumulation, never above its data)."""
+        return max(1, min(self.micro_cap * self.max_accumulation, max(1, self.data_size)))
+
+    def step_s(self, batch: int) -> float:
+        """Seconds of one local step of ``batch`` samples.
+
+        >>> DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=8, data_size=100, max_accumulation=2).step_s(16)
+        0.24
+        """
+        micro = min(batch, self.micro_cap)
+        k = math.ceil(batch / micro)
+        return round(self.sample_s * k * (micro + self.half_batch), 12)
+
+    def round_s(self, tau: int, batch: int) -> float:
+        """Seconds of one round: ``τ`` steps of ``batch`` then one aggregation's transfers."""
+        return tau * self.step_s(batch) + self.comm_s
+
+    def round_j(self, tau: int, batch: int) -> float:
+        """Joules of one round on this device."""
+        return self.compute_power_w * tau * self.step_s(batch) + self.radio_power_w * self.comm_s
+
+    def largest_batch_within(self, tau: int, round_s: float) -> int:
+        """Largest batch (≤ :attr:`batch_cap`) whose round fits ``round_s`` seconds; 0 if none."""
+        lo, hi = 0, self.batch_cap
+        while lo < hi:  # step_s is non-decreasing in the batch
+            mid = (lo + hi + 1) // 2
+            if self.round_s(tau, mid) <= round_s * (1 + 1e-12):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def calibrated(self, measured_s: float, predicted_s: float) -> DeviceCost:
+        """This cost with compute and transfer times scaled by ``measured_s / predicted_s``."""
+        if predicted_s <= 0 or measured_s <= 0 or not math.isfinite(measured_s / predicted_s):
+            return self
+        ratio = measured_s / predicted_s
+        return dataclasses.replace(self, sample_s=self.sample_s * ratio, comm_s=self.comm_s * ratio)
+
+
+def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, memory: MemoryModel, *,
+                data_size: int, payload_bytes: int, max_accumulation: int = 1) -> DeviceCost:
+    """The predicted :class:`DeviceCost` of a device from fedfit's time and memory models.
+
+    Args:
+        profile: the device's static profile.
+        state: its last reported state (thermal state, bandwidth, free memory).
+        cost: the measured model it trains.
+        memory: the memory model (gives the micro-batch cap).
+        data_size: samples it holds.
+        payload_bytes: bytes sent each way per aggregation.
+        max_accumulation: micro-batches a step may accumulate.
+    """
+    rate = profile.flops_per_s * profile.utilisation.peak * THERMAL_FACTOR[state.thermal]
+    one_way = transfer_time_s(payload_bytes, state.bandwidth_bps, profile.latency_s)
+    cap = memory.for_device(profile).max_micro_batch(cost, state.free_memory_bytes)
+    return DeviceCost(sample_s=cost.train_flops_per_sample / rate, half_batch=profile.utilisation.half_batch,
+                      comm_s=2 * one_way, compute_power_w=profile.compute_power_w,
+                      radio_power_w=profile.radio_power_w, micro_cap=max(1, cap), data_size=data_size,
+                      max_accumulation=max_accumulation)

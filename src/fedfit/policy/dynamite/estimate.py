@@ -1,0 +1,174 @@
+"""Online estimates of β, ρ, δ and σ² from what updates carry, smoothed over rounds.
+
+As in DYNAMITE (and Wang et al. 2019, whose estimators it uses), every quantity comes from
+consecutive models and gradients. fedfit's updates carry trained parameters, the steps taken,
+the samples processed and the mean training loss, so the gradient of device i in a round that
+started from the global model w is the update's *pseudo-gradient*::
+
+    g_i = (w − w_i) / (η · steps_i)        (the mean local gradient along the local path)
+    g   = Σ p_i g_i                          (the global gradient at w, p_i = D_i / D)
+
+and from one round (t) to the next (t+1)::
+
+    δ  = Σ p_i ‖g_i − g‖                                  gradient divergence
+    β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (1/n_i(t) + 1/n_i(t+1))) / ‖w(t+1) − w(t)‖
+                                                          smoothness: the gradient secant over
+                                                          the devices in both rounds, less the
+                                                          mini-batch noise it expects
+    ρ  = ‖g‖                                              Lipschitz constant: a ρ-Lipschitz loss
+                                                          has ‖∇F‖ ≤ ρ; the gradient-norm probe
+                                                          is the tightest value consistent with
+                                                          it (the loss secant the authors use
+                                                          mixes losses averaged over local paths
+                                                          of different lengths once τ changes)
+    σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
+         devices in both rounds; n_i = samples processed): the part of a device's gradient
+         change its smoothness does not explain is mini-batch noise of variance σ²/n.
+
+Each raw estimate enters an exponential moving average ``x ← α x + (1 − α) x_new``. Pure
+functions on flat tensors: the planner flattens parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from fedfit.policy.dynamite.bound import Estimates
+
+
+def pseudo_gradient(start: torch.Tensor, end: torch.Tensor, lr: float, steps: int) -> torch.Tensor:
+    """The mean local gradient of a task: ``(start − end) / (lr · steps)``."""
+    return (start - end) / (lr * max(1, steps))
+
+
+def divergence(grads: Sequence[torch.Tensor], shares: Sequence[float]) -> tuple[torch.Tensor, float]:
+    """(g, δ): the share-weighted global gradient and Σ p_i ‖g_i − g‖ (shares renormalised)."""
+    total = sum(shares)
+    weights = [p / total for p in shares]
+    g = sum((w * gi for w, gi in zip(weights, grads)), torch.zeros_like(grads[0]))
+    return g, sum(w * float(torch.linalg.vector_norm(gi - g)) for w, gi in zip(weights, grads))
+
+
+def smoothness(g_prev: torch.Tensor, g_now: torch.Tensor, w_prev: torch.Tensor, w_now: torch.Tensor,
+               noise: float = 0.0) -> float | None:
+    """β from the gradient secant, the expected mini-batch ``noise`` in ‖Δg‖² taken out;
+    ``None`` when the model did not move or the noise explains the whole change.
+
+    >>> smoothness(torch.tensor([0.0, 0.0]), torch.tensor([3.0, 4.0]), torch.zeros(2), torch.tensor([1.0, 0.0]), 9.0)
+    4.0
+    """
+    step = float(torch.linalg.vector_norm(w_now - w_prev))
+    signal = float(torch.linalg.vector_norm(g_now - g_prev)) ** 2 - noise
+    return None if step <= 0 or signal <= 0 else math.sqrt(signal) / step
+
+
+def lipschitz(g: torch.Tensor) -> float:
+    """ρ: the global gradient's norm (a ρ-Lipschitz loss has ‖∇F‖ ≤ ρ)."""
+    return float(torch.linalg.vector_norm(g))
+
+
+def noise_variance(changes: Sequence[tuple[torch.Tensor, int, int]], beta: float, step: float) -> float | None:
+    """σ² from devices seen in two consecutive rounds.
+
+    Args:
+        changes: per device, (g_i(t+1) − g_i(t), n_i(t), n_i(t+1)).
+        beta: the smoothness estimate.
+        step: ‖w(t+1) − w(t)‖.
+
+    Returns:
+        The mean estimate, or ``None`` without devices.
+    """
+    values = [max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2) / (1 / n0 + 1 / n1)
+              for dg, n0, n1 in changes if n0 > 0 and n1 > 0]
+    return sum(values) / len(values) if values else None
+
+
+def smooth(old: float | None, new: float | None, holding: float) -> float | None:
+    """Exponential moving average ``holding · old + (1 − holding) · new`` (``None`` sides skipped).
+
+    >>> smooth(None, 2.0, 0.5), smooth(2.0, 4.0, 0.5), smooth(2.0, None, 0.5)
+    (2.0, 3.0, 2.0)
+    """
+    if new is None or not math.isfinite(new):
+        return old
+    return new if old is None else holding * old + (1 - holding) * new
+
+
+@dataclass(frozen=True)
+class RoundObservation:
+    """What one aggregation showed the estimator.
+
+    Attributes:
+        start: the global model the devices started from (flat).
+        grads: device id → pseudo-gradient.
+        samples: device id → samples processed.
+        shares: device id → data size (the weight of its gradient).
+        loss: the data-weighted mean training loss reported.
+    """
+
+    start: torch.Tensor
+    grads: dict[int, torch.Tensor]
+    samples: dict[int, int]
+    shares: dict[int, float]
+    loss: float
+
+
+@dataclass(frozen=True)
+class EstimatorState:
+    """The smoothed estimates and the last observation (to pair with the next).
+
+    Attributes:
+        beta, rho, delta, sigma2, loss: smoothed estimates (``None``: not yet estimated).
+        last: the previous observation; its global gradient is ``last_g``.
+        last_g: the previous global gradient.
+    """
+
+    beta: float | None = None
+    rho: float | None = None
+    delta: float | None = None
+    sigma2: float | None = None
+    loss: float | None = None
+    last: RoundObservation | None = None
+    last_g: torch.Tensor | None = None
+
+    def estimates(self, prior: Estimates) -> Estimates:
+        """The current estimates, ``prior``'s values where none exists yet."""
+        def pick(x: float | None, default: float) -> float:
+            return default if x is None else x
+
+        return Estimates(beta=pick(self.beta, prior.beta), rho=pick(self.rho, prior.rho),
+                         delta=pick(self.delta, prior.delta), sigma2=pick(self.sigma2, prior.sigma2),
+                         loss=pick(self.loss, prior.loss))
+
+
+def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> EstimatorState:
+    """``state`` updated with one aggregation's observation."""
+    ids = sorted(obs.grads)
+    if not ids:
+        return state
+    g, delta = divergence([obs.grads[i] for i in ids], [obs.shares[i] for i in ids])
+    new = dataclasses.replace(state, delta=smooth(state.delta, delta, holding),
+                              rho=smooth(state.rho, lipschitz(g), holding),
+                              loss=smooth(state.loss, obs.loss, holding), last=obs, last_g=g)
+    prev = state.last
+    if prev is None:
+        return new
+    common = [i for i in ids if i in prev.grads]
+    if not common:  # no device in both rounds: nothing to difference
+        return new
+    g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
+    g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])
+    total = sum(obs.shares[i] for i in common)
+    spread = sum((obs.shares[i] / total) ** 2 * (1 / max(1, prev.samples[i]) + 1 / max(1, obs.samples[i]))
+                 for i in common)
+    beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(state.sigma2 or 0.0) * spread)
+    step = float(torch.linalg.vector_norm(obs.start - prev.start))
+    changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
+    sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
+    return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
+                               sigma2=smooth(state.sigma2, sigma2, holding))

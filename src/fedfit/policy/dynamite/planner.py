@@ -1,0 +1,207 @@
+"""The DYNAMITE planner: re-estimate after every aggregation, re-plan τ and b_i, write the plans.
+
+DYNAMITE's adaptive control (Liu et al. 2023, arXiv 2310.14906, Algorithm "online"): after each
+aggregation the server turns the updates it received into estimates of β, ρ, δ, σ² and the
+loss (:mod:`.estimate`), calibrates each device's predicted round time against the duration it
+measured, subtracts what has been spent from the budget, and solves for the (τ, b_i) that
+minimise the bound over what is left (:mod:`.search`). ``plan`` then writes each device's task:
+``max_steps = τ``, its batch ``b_i`` as micro-batch × accumulation within its memory cap, and
+enough epochs over its data (or its stream buffer) to take τ steps. The base planner decides
+everything else (learning rate, deadline, techniques; widths wrap this planner).
+
+Offline variants solve once, after ``warmup_rounds`` aggregations, and keep that plan.
+In asynchronous mode each aggregation re-plans too, and τ is every task's step count; an
+update's pseudo-gradient is taken against the model version it started from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from fedfit.cost.memory import MemoryModel
+from fedfit.cost.profile import ModelCost
+from fedfit.devices.registry import Registry
+from fedfit.policy.dynamite.bound import Budget, Estimates
+from fedfit.policy.dynamite.costs import DeviceCost, device_cost
+from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
+from fedfit.policy.dynamite.search import (
+    Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
+)
+from fedfit.policy.planning import Planner
+from fedfit.policy.width import nominal_state
+from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan, Update
+
+Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
+
+
+@dataclass(frozen=True, slots=True)
+class DynamiteSettings:
+    """The planner's parameters (the ``dynamite:`` config section).
+
+    Attributes:
+        solver: ``closed_form`` (one b, the paper's closed form), ``homogeneous`` (one b, exact
+            search) or ``heterogeneous`` (b_i per device).
+        adapt: re-estimate and re-plan after every aggregation (online); ``False``: plan once
+            after ``warmup_rounds`` and keep it (offline).
+        budget: the training budget (virtual seconds and/or fleet joules).
+        prior: estimates used until the first ones exist.
+        tau_max: the largest τ searched.
+        holding: α of the estimates' moving average.
+        warmup_rounds: aggregations observed before an offline plan is fixed.
+        max_accumulation: micro-batches a step may accumulate above the memory cap.
+        participation: share of the fleet training each round (scales the energy a round costs).
+    """
+
+    solver: Solver = "heterogeneous"
+    adapt: bool = True
+    budget: Budget = Budget(time_s=3600.0)
+    prior: Estimates = Estimates(beta=1.0, rho=1.0, delta=1.0, sigma2=1.0, loss=2.3)
+    tau_max: int = 50
+    holding: float = 0.5
+    warmup_rounds: int = 2
+    max_accumulation: int = 1
+    participation: float = 1.0
+
+
+def flatten(params: Params) -> torch.Tensor:
+    """The floating parameters as one vector, in name order (batch-norm statistics left out)."""
+    names = [n for n in sorted(params) if params[n].is_floating_point() and "running_" not in n]
+    return torch.cat([params[n].detach().reshape(-1).double() for n in names])
+
+
+class DynamitePlanner:
+    """Plans τ and b_i for every device (implements :class:`~fedfit.policy.Planner` and the
+    orchestrators' round observer).
+
+    Args:
+        base: the planner that decides everything but batch and steps.
+        settings: the DYNAMITE parameters.
+        registry: profiles, last reported states and measured durations of every device.
+        costs: the measured model per width.
+        memory: the memory model (the micro-batch cap).
+        data_sizes: samples each device holds at a virtual time (``data_sizes(now_s)``; a
+            stream's buffer sizes).
+        lr: the local learning rate η the base planner gives.
+        initial_params: the model version 0 devices start from.
+        cap_of: the micro-batch a device's batch policy affords (dynamic batching); ``None``:
+            the memory model's bound on the reported free memory.
+    """
+
+    def __init__(self, base: Planner, settings: DynamiteSettings, *, registry: Registry,
+                 costs: Callable[[float], ModelCost], memory: MemoryModel,
+                 data_sizes: Callable[[float], Sequence[int]], lr: float, initial_params: Params,
+                 cap_of: Callable[[DeviceProfile, DeviceState], int] | None = None) -> None:
+        self.base, self.settings, self.registry = base, settings, registry
+        self.costs, self.memory, self.data_sizes, self.cap_of = costs, memory, data_sizes, cap_of
+        self.lr = lr
+        self._model = costs(1.0)  # measured once: the master's cost does not change
+        self.estimator = EstimatorState()
+        self.versions: dict[int, torch.Tensor] = {0: flatten(initial_params)}
+        self._reachable: dict[int, DeviceState] = {}
+        self.speed: dict[int, float] = {}  # device → measured / predicted duration (smoothed)
+        self.spent_s, self.spent_j, self.observed = 0.0, 0.0, 0
+        self.assignment: Assignment | None = None
+        self.history: list[tuple[int, int, tuple[int, ...]]] = []  # (version, τ, b_i) per re-plan
+
+    # -- writing plans -------------------------------------------------------------------
+    def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
+        plan = self.base.plan(device_id, round_, profile, state)
+        assignment = self.current()
+        tau, batch = assignment.tau, assignment.batches[self.registry.ids().index(device_id)]
+        cap = self._device(device_id, self.data_sizes(self.spent_s)[device_id]).micro_cap
+        micro = min(batch, cap)
+        accumulation = math.ceil(batch / micro)
+        steps_per_epoch = math.ceil(max(1, self.data_sizes(self.spent_s)[device_id]) / (micro * accumulation))
+        return dataclasses.replace(plan, micro_batch=micro, accumulation_steps=accumulation, max_steps=tau,
+                                   local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=())
+
+    def current(self) -> Assignment:
+        """The (τ, b_i) in force, solving first when none is."""
+        if self.assignment is None:
+            self.assignment = self.solve()
+            self.history.append((self.observed, self.assignment.tau, self.assignment.batches))
+        return self.assignment
+
+    def solve(self) -> Assignment:
+        """The assignment minimising the bound over the budget left, with today's estimates."""
+        s = self.settings
+        held = self.data_sizes(self.spent_s)
+        devices = [self._device(d, held[d]) for d in self.registry.ids()]
+        sizes = [max(1, d.data_size) for d in devices]
+        shares = [n / sum(sizes) for n in sizes]
+        est = self.estimator.estimates(s.prior)
+        budget = self._budget_left()
+        if s.solver == "closed_form":
+            return closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
+        found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
+        if s.solver == "homogeneous":
+            return found
+        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found)
+
+    def _budget_left(self) -> Budget:
+        b, share = self.settings.budget, self.settings.participation
+        time_s = None if b.time_s is None else max(b.time_s - self.spent_s, 1e-3 * b.time_s)
+        energy = None if b.energy_j is None else max(b.energy_j - self.spent_j, 1e-3 * b.energy_j) / share
+        return Budget(time_s=time_s, energy_j=energy)
+
+    def _device(self, device_id: int, data_size: int) -> DeviceCost:
+        """The device's cost from its last reported state (an unreachable device's from the
+        last state it was reachable in, or a nominal one), calibrated by its measured speed."""
+        profile = self.registry.profile(device_id)
+        state = self.registry.last_state(device_id)
+        if state is None or not state.online or state.bandwidth_bps <= 0:
+            state = self._reachable.get(device_id) or nominal_state(profile)
+        self._reachable[device_id] = state
+        d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
+                        payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation)
+        if self.cap_of is not None:
+            d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
+        ratio = self.speed.get(device_id)
+        return d if ratio is None else d.calibrated(measured_s=ratio, predicted_s=1.0)
+
+    # -- observing aggregations ------------------------------------------------------------
+    def observe(self, version: int, params: Params, results: Sequence[TaskResult], now_s: float) -> None:
+        """Feed one aggregation (its new model ``version``, the results it saw, the time now)."""
+        self.spent_s = max(self.spent_s, now_s)
+        self.spent_j += sum(r.cost.energy_j for r in results)
+        for r in results:
+            if r.ok and r.cost.duration_s > 0:
+                ratio = (r.finish_s - r.start_s) / r.cost.duration_s
+                self.speed[r.plan.device_id] = smooth(self.speed.get(r.plan.device_id), ratio,
+                                                      self.settings.holding) or ratio
+        obs = self._observation(results)
+        if obs is not None:
+            self.estimator = observe(self.estimator, obs, self.settings.holding)
+        self.versions[version] = flatten(params)
+        for old in [v for v in self.versions if v < version - 16]:
+            del self.versions[old]
+        self.observed += 1
+        if self.settings.adapt or self.observed == self.settings.warmup_rounds:
+            self.assignment = None
+
+    def _observation(self, results: Sequence[TaskResult]) -> RoundObservation | None:
+        updates = [r.outcome for r in results if isinstance(r.outcome, Update) and r.outcome.round in self.versions]
+        start_version = max((u.round for u in updates), default=None)
+        if start_version is None:
+            return None
+        start = self.versions[start_version]
+        grads, samples, shares, losses = {}, {}, {}, []
+        for u, plan in ((r.outcome, r.plan) for r in results if isinstance(r.outcome, Update)):
+            if u.round != start_version or u.masks is not None:
+                continue
+            end = flatten(u.params)
+            if end.shape != start.shape:
+                continue  # a narrower sub-model: not comparable with the master
+            grads[u.device_id] = pseudo_gradient(start, end, plan.lr, u.steps)
+            samples[u.device_id], shares[u.device_id] = u.samples_processed, float(max(1, u.num_examples))
+            losses.append((u.train_loss, shares[u.device_id]))
+        if not grads:
+            return None
+        loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
+        return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss)

@@ -1,0 +1,198 @@
+"""Finding the (τ, b_i) that minimise DYNAMITE's bound (:mod:`.bound`).
+
+Three solvers, from the paper's offline solutions:
+
+* :func:`closed_form_assignment`: the homogeneous closed form (one b for all), rounded to the
+  integers around it and checked against the exact bound for every candidate binding budget;
+* :func:`search_homogeneous`: an exact search over τ = 1..τ_max and a batch grid;
+* :func:`assign_heterogeneous`: different b_i per device. From the homogeneous optimum at each
+  τ near it, a greedy descent moves one device's batch a grid step up or down, whichever
+  lowers the bound most, until no move helps. Devices off the critical path grow into their
+  time share for free (K is set by the slowest round), capped by what their memory and data
+  afford; larger-data devices gain most (their noise weight is p_i²); a slow device's batch
+  shrinks when more rounds are worth more than its noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fedfit.policy.dynamite.bound import Budget, Estimates, RoundShape, bound, closed_form, drift
+from fedfit.policy.dynamite.costs import DeviceCost
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """A co-optimised plan: τ local steps, b_i per device, and its bound.
+
+    Attributes:
+        tau: local steps between aggregations.
+        batches: b_i per device, in the order the devices were given.
+        bound: Φ(τ, b) of this assignment.
+    """
+
+    tau: int
+    batches: tuple[int, ...]
+    bound: float
+
+
+def batch_grid(cap: int) -> list[int]:
+    """Candidate batches: every batch up to 8, then steps of about 2^(1/4), and ``cap`` itself.
+
+    >>> batch_grid(20)
+    [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16, 19, 20]
+    """
+    grid, b = list(range(1, min(cap, 8) + 1)), 8.0
+    while True:
+        b *= 2 ** 0.25
+        if round(b) >= cap:
+            break
+        grid.append(round(b))
+    return sorted({*grid, max(1, cap)})
+
+
+def search_homogeneous(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
+                       budget: Budget, tau_max: int) -> Assignment:
+    """The best common (τ, b) over τ = 1..``tau_max`` and :func:`batch_grid` of the smallest cap."""
+    best = Assignment(1, tuple(1 for _ in devices), math.inf)
+    for tau in range(1, tau_max + 1):
+        for b in batch_grid(min(d.batch_cap for d in devices)):
+            batches = tuple(b for _ in devices)
+            value = bound(tau, batches, devices, shares, est, lr, budget)
+            if value < best.bound:
+                best = Assignment(tau, batches, value)
+    return best
+
+
+def _shapes(devices: Sequence[DeviceCost], budget: Budget) -> list[RoundShape]:
+    """Each way the budget can bind: one device's time, or the fleet's energy."""
+    shapes = []
+    if budget.time_s is not None:
+        shapes += [RoundShape(d.sample_s, d.sample_s * d.half_batch, d.comm_s, budget.time_s) for d in devices]
+    if budget.energy_j is not None:
+        shapes.append(RoundShape(sum(d.compute_power_w * d.sample_s for d in devices),
+                                 sum(d.compute_power_w * d.sample_s * d.half_batch for d in devices),
+                                 sum(d.radio_power_w * d.comm_s for d in devices), budget.energy_j))
+    return shapes
+
+
+def closed_form_assignment(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
+                           budget: Budget, tau_max: int) -> Assignment:
+    """The homogeneous closed form: (τ*, b*) for each binding budget, rounded down and up,
+    clamped to [1, τ_max] × [1, smallest cap], the candidate with the lowest exact bound."""
+    cap = min(d.batch_cap for d in devices)
+    best = Assignment(1, tuple(1 for _ in devices), math.inf)
+    for shape in _shapes(devices, budget) or [RoundShape(1.0, 0.0, 0.0, math.inf)]:
+        tau_real, b_real = closed_form(shape, shares, est, lr)
+        for tau in _integers_around(tau_real, tau_max):
+            for b in _integers_around(b_real, cap):
+                batches = tuple(b for _ in devices)
+                value = bound(tau, batches, devices, shares, est, lr, budget)
+                if value < best.bound:
+                    best = Assignment(tau, batches, value)
+    return best
+
+
+def _integers_around(x: float, upper: int) -> tuple[int, ...]:
+    if not math.isfinite(x):
+        return (upper,) if x > 0 else (1,)
+    return tuple(sorted({min(upper, max(1, math.floor(x))), min(upper, max(1, math.ceil(x)))}))
+
+
+def assign_heterogeneous(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
+                         budget: Budget, tau_max: int, *, start: Assignment | None = None) -> Assignment:
+    """Per-device b_i: greedy descent from the homogeneous optimum at τ and its neighbours."""
+    start = start or search_homogeneous(devices, shares, est, lr, budget, tau_max)
+    best = start
+    for tau in range(max(1, start.tau - 2), min(tau_max, start.tau + 2) + 1):
+        common = search_homogeneous_at(tau, devices, shares, est, lr, budget)
+        found = _descend(tau, list(common), devices, shares, est, lr, budget)
+        if found.bound < best.bound:
+            best = found
+    return best
+
+
+def search_homogeneous_at(tau: int, devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates,
+                          lr: float, budget: Budget) -> tuple[int, ...]:
+    """The best common batch at a fixed τ."""
+    grid = batch_grid(min(d.batch_cap for d in devices))
+    b = min(grid, key=lambda c: bound(tau, tuple(c for _ in devices), devices, shares, est, lr, budget))
+    return tuple(b for _ in devices)
+
+
+def _descend(tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
+             est: Estimates, lr: float, budget: Budget) -> Assignment:
+    grids = [batch_grid(d.batch_cap) for d in devices]
+    state = _Totals(tau, batches, devices, shares, est, lr, budget)
+    _fill_time_shares(state, batches, grids)
+    for _ in range(2 * sum(len(g) for g in grids)):  # each device crosses its grid at most twice
+        moves = [(i, b) for i, g in enumerate(grids) for b in _neighbours(g, batches[i])]
+        scored = [(state.value_if(i, b), i, b) for i, b in moves]
+        value, i, b = min(scored, default=(math.inf, -1, 0))
+        if value >= state.value() * (1 - 1e-12):
+            break
+        batches[i] = b
+        state.move(i, b)
+    return Assignment(tau, tuple(batches), state.value())
+
+
+def _fill_time_shares(state: _Totals, batches: list[int], grids: list[list[int]]) -> None:
+    """Raise each device to the largest grid batch whose round fits the slowest round, where
+    that lowers the bound (with only a time budget it always does: K is unchanged)."""
+    slowest = max(state.times)
+    for i, grid in enumerate(grids):
+        fits = [g for g in grid if g > batches[i] and state.devices[i].round_s(state.tau, g) <= slowest]
+        if fits and state.value_if(i, fits[-1]) < state.value():
+            batches[i] = fits[-1]
+            state.move(i, fits[-1])
+
+
+def _neighbours(grid: list[int], b: int) -> list[int]:
+    up = [g for g in grid if g > b]
+    down = [g for g in grid if g < b]
+    return ([up[0]] if up else []) + ([down[-1]] if down else [])
+
+
+class _Totals:
+    """The bound's sums kept up to date so one device's move is scored in O(1)."""
+
+    def __init__(self, tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
+                 est: Estimates, lr: float, budget: Budget) -> None:
+        self.tau, self.devices, self.shares, self.est, self.lr, self.budget = tau, devices, shares, est, lr, budget
+        self.times = [d.round_s(tau, b) for d, b in zip(devices, batches)]
+        self.energies = [d.round_j(tau, b) for d, b in zip(devices, batches)]
+        self.noises = [p * p / b for p, b in zip(shares, batches)]
+        self.fixed = est.rho * drift(tau, lr, est) / (lr * tau)
+        self._totals()
+
+    def _value(self, slowest_s: float, energy_j: float, noise: float) -> float:
+        k = math.inf
+        if self.budget.time_s is not None:
+            k = min(k, self.budget.time_s / slowest_s)
+        if self.budget.energy_j is not None:
+            k = min(k, self.budget.energy_j / energy_j)
+        optimisation = self.est.loss / (self.lr * k * self.tau) if k > 0 else math.inf
+        return optimisation + self.est.beta * self.lr * self.est.sigma2 / 2 * noise + self.fixed
+
+    def value(self) -> float:
+        return self._value(self.top[1], self.energy, self.noise)
+
+    def value_if(self, i: int, b: int) -> float:
+        d = self.devices[i]
+        others = self.top[2] if i == self.top[0] else self.top[1]
+        return self._value(max(others, d.round_s(self.tau, b)), self.energy - self.energies[i] + d.round_j(self.tau, b),
+                           self.noise - self.noises[i] + self.shares[i] ** 2 / b)
+
+    def move(self, i: int, b: int) -> None:
+        d = self.devices[i]
+        self.times[i], self.energies[i] = d.round_s(self.tau, b), d.round_j(self.tau, b)
+        self.noises[i] = self.shares[i] ** 2 / b
+        self._totals()
+
+    def _totals(self) -> None:
+        """Sums, and the slowest device with the slowest time and the runner-up's."""
+        self.energy, self.noise = sum(self.energies), sum(self.noises)
+        order = sorted(range(len(self.times)), key=lambda j: -self.times[j])
+        self.top = (order[0], self.times[order[0]], self.times[order[1]] if len(order) > 1 else 0.0)

@@ -1,0 +1,67 @@
+"""Online β, ρ, δ, σ² against a quadratic objective whose values are known in closed form.
+
+F_i(w) = β/2 ‖w − c_i‖², F = Σ p_i F_i: ∇F_i(w) = β (w − c_i), ∇F(w) = β (w − c̄), so the
+gradient secant is exactly β, δ = Σ p_i β ‖c_i − c̄‖ at every w, and ‖∇F(w)‖ = β ‖w − c̄‖.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fedfit.policy.dynamite import Estimates, EstimatorState, RoundObservation, observe
+from fedfit.policy.dynamite.estimate import noise_variance, pseudo_gradient, smooth
+
+BETA = 3.0
+CENTRES = [torch.tensor([1.0, 0.0, 2.0]), torch.tensor([-1.0, 4.0, 0.0]), torch.tensor([0.0, 1.0, 1.0])]
+SHARES = [0.5, 0.3, 0.2]
+C_BAR = sum((p * c for p, c in zip(SHARES, CENTRES)), torch.zeros(3))
+
+
+def loss(w: torch.Tensor) -> float:
+    return sum(p * BETA / 2 * float(((w - c) ** 2).sum()) for p, c in zip(SHARES, CENTRES))
+
+
+def exact_round(w: torch.Tensor, samples: int = 10) -> RoundObservation:
+    grads = {i: BETA * (w - c) for i, c in enumerate(CENTRES)}
+    return RoundObservation(start=w, grads=grads, samples={i: samples for i in grads},
+                            shares={i: p for i, p in enumerate(SHARES)}, loss=loss(w))
+
+
+def test_divergence_is_the_closed_form_at_any_model() -> None:
+    state = observe(EstimatorState(), exact_round(torch.tensor([5.0, -2.0, 1.0])), holding=0.0)
+    delta = sum(p * BETA * float(torch.linalg.vector_norm(c - C_BAR)) for p, c in zip(SHARES, CENTRES))
+    assert state.delta == pytest.approx(delta)
+
+
+def test_smoothness_lipschitz_and_noise_from_two_rounds() -> None:
+    w0, w1 = torch.tensor([5.0, -2.0, 1.0]), torch.tensor([4.0, -1.0, 1.5])
+    state = observe(observe(EstimatorState(), exact_round(w0), 0.0), exact_round(w1), 0.0)
+    assert state.beta == pytest.approx(BETA)
+    assert state.rho == pytest.approx(BETA * float(torch.linalg.vector_norm(w1 - C_BAR)))  # ‖∇F(w1)‖
+    assert state.sigma2 == pytest.approx(0.0, abs=1e-6)  # exact gradients carry no noise
+
+
+def test_pseudo_gradient_of_local_gradient_descent() -> None:
+    # s steps of GD with rate η on F_i: w_s = c + (1 − ηβ)^s (w − c), so the pseudo-gradient is
+    # (1 − (1 − ηβ)^s) / (η s) · (w − c): the secant of a pair of rounds is that factor.
+    lr, steps, w = 0.05, 4, torch.tensor([2.0, 2.0, 2.0])
+    end = CENTRES[0] + (1 - lr * BETA) ** steps * (w - CENTRES[0])
+    factor = (1 - (1 - lr * BETA) ** steps) / (lr * steps)
+    assert torch.allclose(pseudo_gradient(w, end, lr, steps), factor * (w - CENTRES[0]))
+
+
+def test_noise_variance_by_hand() -> None:
+    # ‖Δg‖² = 25, β‖Δw‖ = 3 -> residual 16, over 1/4 + 1/4 -> σ² = 32
+    assert noise_variance([(torch.tensor([3.0, 4.0]), 4, 4)], beta=3.0, step=1.0) == pytest.approx(32.0)
+
+
+def test_estimates_are_smoothed_over_rounds() -> None:
+    assert smooth(smooth(None, 1.0, 0.75), 5.0, 0.75) == pytest.approx(2.0)
+
+
+def test_prior_fills_what_is_not_yet_estimated() -> None:
+    state = observe(EstimatorState(), exact_round(torch.tensor([1.0, 1.0, 1.0])), 0.5)
+    prior = Estimates(beta=7.0, rho=7.0, delta=7.0, sigma2=7.0, loss=7.0)
+    got = state.estimates(prior)
+    assert got.beta == 7.0 and got.sigma2 == 7.0 and got.delta != 7.0
