@@ -16,6 +16,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from fedfit.cost.stages import StageCost, measure_stages
+from fedfit.errors import ConfigError
+from fedfit.models.custom import check_stages, probe_inputs
 from fedfit.models.zoo import ModelSpec
 
 BYTES_PER_FLOAT = 4
@@ -50,9 +52,8 @@ class ModelCost:
 
 
 def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn((batch, *spec.input_shape), generator=gen)
-    y = torch.randint(0, spec.num_classes, (batch,), generator=gen)
+    x = probe_inputs(spec.input_shape, batch)
+    y = torch.randint(0, spec.num_classes, (batch,), generator=torch.Generator().manual_seed(0))
     return x, y
 
 
@@ -112,5 +113,16 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         activation_bytes_per_sample=per_sample,
         activation_fixed_bytes=max(0.0, small - per_sample),
         backward_transient_bytes_per_sample=2 * (large_grad - small_grad) / 8,
-        stages=measure_stages(model, spec.input_shape),
+        stages=_stage_costs(model, spec),
     )
+
+
+def _stage_costs(model: nn.Module, spec: ModelSpec) -> tuple[StageCost, ...]:
+    """Per-stage costs; none for a user module whose stages do not reproduce its forward (the
+    techniques that need stages refuse such a module with a one-line error when configured)."""
+    if spec.factory is not None:
+        try:
+            check_stages(model, spec.input_shape, spec.name)
+        except ConfigError:
+            return ()
+    return measure_stages(model, spec.input_shape)

@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
+from fedfit.models.custom import probe_inputs
 from fedfit.models.stages import Stage, stages_of
 
 BYTES_PER_FLOAT = 4
@@ -143,9 +144,8 @@ def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, floa
 def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[StageCost, ...]:
     """Per-stage costs of ``model`` on inputs of ``input_shape`` (one sample's shape)."""
     stages = stages_of(model)
-    gen = torch.Generator().manual_seed(0)
-    xs = {b: torch.randn((b, *input_shape), generator=gen) for b in (1, 9)}
-    x2 = torch.randn((2, *input_shape), generator=gen)
+    xs = {b: probe_inputs(input_shape, b, seed=b) for b in (1, 9)}
+    x2 = probe_inputs(input_shape, 2, seed=2)
     small, large = (_saved_by_stage(model, stages, xs[b]) for b in (1, 9))
     xs1 = dict(xs)
     out: list[StageCost] = []

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from fedfit.errors import ConfigError
+from fedfit.models.custom import ModelFactory
 from fedfit.models.coordinates import AxisRef, WidthGroup, layer_inputs, layer_outputs
 
 NORMS = ("none", "batch")
@@ -183,6 +184,7 @@ class ModelSpec:
         norm: ``none`` or ``batch`` (static batch-norm, CNN only).
         scaler: whether sub-models divide hidden outputs by their width rate in training (meant
             for use with ``norm="batch"``, as HeteroFL; without a norm it amplifies activations).
+        factory: the user's model builder (:mod:`fedfit.models.custom`); ``None``: the zoo's ``name``.
     """
 
     name: str
@@ -191,6 +193,7 @@ class ModelSpec:
     width: float = 1.0
     norm: str = "none"
     scaler: bool = False
+    factory: ModelFactory | None = None
 
     def build(self, rate: float | None = None, *, track_norm_stats: bool = False) -> nn.Module:
         """A freshly initialised module: the master (``rate`` 1 or ``None``) or a sub-model.
@@ -201,6 +204,8 @@ class ModelSpec:
             track_norm_stats: build batch-norms with running statistics (the evaluation twin).
         """
         r = 1.0 if rate is None else rate
+        if self.factory is not None:
+            return self.factory.build(self.input_shape, self.num_classes, self.width * r)
         return build_model(self.name, self.input_shape, self.num_classes, self.width * r,
                            rate=r if self.scaler else 1.0, norm=self.norm, track_norm_stats=track_norm_stats)
 
