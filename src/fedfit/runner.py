@@ -22,6 +22,7 @@ import yaml
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError
 from fedfit.experiment import Experiment, built
+from fedfit.sources import UserSources
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
@@ -48,30 +49,34 @@ class RunResult:
     spec: ModelSpec | None = None
 
 
-def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None) -> RunResult:
+def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None,
+        sources: UserSources | None = None) -> RunResult:
     """Run an experiment to the end; write ``run_dir`` when given.
 
     Args:
         config: the validated experiment.
         run_dir: directory for config, logs, checkpoint, summary and plots (``None``: write nothing).
         on_round: called after each round.
+        sources: the user's model and data as Python objects (``None``: the config's).
     """
-    return _drive(config, run_dir, on_round, None)
+    return _drive(config, run_dir, on_round, None, sources)
 
 
-def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = None) -> RunResult:
+def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = None,
+           sources: UserSources | None = None) -> RunResult:
     """Continue the run in ``run_dir`` from its checkpoint, to ``rounds`` rounds in all.
 
     Args:
         run_dir: a run directory written with ``output.checkpoint_every > 0``.
         rounds: total rounds (server versions) to reach; ``None``: the config's. More than the
             config's extends a finished run.
+        sources: the user's model and data, as the interrupted run had them.
 
     Raises:
         CheckpointError / ConfigError: as :func:`resumable`.
     """
     config, saved = resumable(run_dir, rounds)
-    return _drive(config, run_dir, on_round, saved)
+    return _drive(config, run_dir, on_round, saved, sources)
 
 
 def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfig, Checkpoint]:
@@ -96,10 +101,10 @@ def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfi
 
 
 def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | None,
-           saved: Checkpoint | None) -> RunResult:
+           saved: Checkpoint | None, sources: UserSources | None = None) -> RunResult:
     resolved = config.model_dump(mode="json")
     every, total = config.output.checkpoint_every, config.orchestration.rounds
-    with built(config) as exp, ExitStack() as stack:
+    with built(config, sources) as exp, ExitStack() as stack:
         state = _restore(exp, saved) if saved else _initial_state(exp)
         reports = list(saved.reports) if saved else []
         out = stack.enter_context(RunDirectory(run_dir, resolved, saved.log_bytes if saved else None)) \

@@ -65,7 +65,7 @@ def import_target(target: str, key: str) -> Callable[..., Any]:
         raise ConfigError(f"{key}: cannot import '{target}' ({_first_line(exc)})") from None
     if not callable(obj):
         raise ConfigError(f"{key}: '{target}' is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 @dataclass(frozen=True, slots=True)
