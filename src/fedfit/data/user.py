@@ -162,14 +162,16 @@ def federate(sources: Sources, *, num_devices: int, partition: str, seed: int, d
     local = _local_splits(sources, num_devices, partition, subs, dirichlet_alpha, shards_per_device,
                           max_train_samples, local_test_fraction)
     train, held = [t for t, _ in local], [h for _, h in local]
+    given = [(f"data device {i}", d) for i, d in enumerate(train)]
+    if sources.test is not None:
+        given.append(("data.test", sources.test))
+    shape = tuple(train[0].x.shape[1:])
+    classes = num_classes if num_classes is not None else 1 + max(int(d.y.max()) for _, d in given if len(d))
+    for what, d in given:
+        _check_set(what, d, shape, classes)
     test = sources.test if sources.test is not None else concatenate(held)
     if len(test) == 0:
         raise DataError("data.test: no test set given and no device holds data out (local_test_fraction is 0)")
-    everything = [(f"data device {i}", d) for i, d in enumerate(train)] + [("data.test", test)]
-    shape = tuple(train[0].x.shape[1:])
-    classes = num_classes if num_classes is not None else 1 + max(int(d.y.max()) for _, d in everything if len(d))
-    for what, d in everything:
-        _check_set(what, d, shape, classes)
     return FederatedData(tuple(train), tuple(held), _subsample(test, max_test_samples, subs[3]), classes, shape)
 
 
