@@ -93,3 +93,16 @@ def test_loader_and_devices_dir_together_are_refused() -> None:
 def test_a_missing_devices_dir_is_a_data_error() -> None:
     with pytest.raises(DataError, match="no such directory: /nowhere"):
         fedfit.run(config(data={"loader": None, "devices_dir": "/nowhere"}))
+
+
+@pytest.mark.slow
+def test_the_custom_model_example_trains_both_user_modules() -> None:
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "examples" / "custom_model.py"
+    spec = importlib.util.spec_from_file_location("custom_model_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    results = example.main(rounds=1)
+    assert set(results) == {"resnet-digits", "gru-text"}
+    assert all(r.rounds == 1 and r.final_accuracy is not None for r in results.values())
