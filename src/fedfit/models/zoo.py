@@ -219,7 +219,7 @@ class _Options:
 
 def _no_norm(name: str, options: _Options) -> None:
     if options.norm != "none":
-        raise ConfigError(f"model.norm: '{options.norm}' is available for cnn only, not {name}")
+        raise ConfigError(f"model.norm: '{options.norm}' is available for cnn and resnet only, not {name}")
 
 
 def _logreg(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
@@ -246,11 +246,32 @@ def _cnn1d(shape: tuple[int, ...], classes: int, width: float, options: _Options
     return CNN1D(shape[0], shape[1], classes, width)
 
 
+def _resnet(blocks_per_level: int) -> Callable[[tuple[int, ...], int, float, _Options], nn.Module]:
+    def build(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
+        from fedfit.models.resnet import ResNet  # resnet builds on this module's pieces
+        if len(shape) != 3 or min(shape[1:]) < 4:
+            raise ConfigError(f"model.name: resnet needs images (channels, height, width) of side >= 4, got {shape}")
+        return ResNet(shape[0], classes, blocks_per_level, width, rate=options.rate, norm=options.norm,
+                      track_norm_stats=options.track_norm_stats)
+    return build
+
+
+def _lstm(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
+    from fedfit.models.sequence import LSTMClassifier  # sequence builds on this module's pieces
+    _no_norm("lstm", options)
+    if len(shape) not in (1, 2, 3):
+        raise ConfigError(f"model.name: lstm needs (steps,), (steps, features) or (C, H, W) inputs, got {shape}")
+    return LSTMClassifier(shape, classes, width)
+
+
 MODELS: dict[str, Callable[[tuple[int, ...], int, float, _Options], nn.Module]] = {
     "logreg": _logreg,
     "mlp": _mlp,
     "cnn": _cnn,
     "cnn1d": _cnn1d,
+    "resnet8": _resnet(1),
+    "resnet20": _resnet(3),
+    "lstm": _lstm,
 }
 
 
@@ -259,7 +280,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, width
     """Build a zoo model.
 
     Args:
-        name: ``logreg``, ``mlp``, ``cnn`` or ``cnn1d``.
+        name: ``logreg``, ``mlp``, ``cnn``, ``cnn1d``, ``resnet8``, ``resnet20`` or ``lstm``.
         input_shape: one sample's shape, e.g. ``(1, 28, 28)`` or ``(60,)``.
         num_classes: output classes.
         width: hidden-size multiplier in (0, 1].
