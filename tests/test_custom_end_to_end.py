@@ -106,3 +106,16 @@ def test_the_custom_model_example_trains_both_user_modules() -> None:
     results = example.main(rounds=1)
     assert set(results) == {"resnet-digits", "gru-text"}
     assert all(r.rounds == 1 and r.final_accuracy is not None for r in results.values())
+
+
+def test_a_lambda_cannot_go_to_process_workers() -> None:
+    with pytest.raises(ConfigError, match="^simulation.executor: process workers cannot receive model"):
+        fedfit.run(config(simulation={"executor": "process"}), model=lambda input_shape, num_classes: tiny_mlp(
+            input_shape, num_classes))
+
+
+@pytest.mark.slow
+def test_process_workers_train_a_user_module_as_the_local_executor_does() -> None:
+    local = fedfit.run(config(), model=tiny_mlp, data=blobs)
+    pooled = fedfit.run(config(simulation={"executor": "process", "workers": 2}), model=tiny_mlp, data=blobs)
+    assert pooled.final_accuracy == local.final_accuracy and pooled.virtual_time_s == local.virtual_time_s

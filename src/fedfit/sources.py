@@ -11,6 +11,7 @@ other once, up front, so a mismatch is a one-line error and not a crash mid-run.
 from __future__ import annotations
 
 import functools
+import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,9 @@ def model_spec(config: ExperimentConfig, data: FederatedData, sources: UserSourc
     if m.norm != "none":
         raise ConfigError("model.norm: applies to zoo models only; a user module brings its own norms")
     factory = ModelFactory.of(target, m.kwargs)
+    if config.simulation.executor == "process" and not _picklable(target):
+        raise ConfigError(f"simulation.executor: process workers cannot receive model {factory.label} (a lambda "
+                          "or local function); use a module-level function, or executor: local")
     spec = ModelSpec(factory.label, data.input_shape, data.num_classes, m.width, "none", config.width.scaler, factory)
     module = spec.build()
     _check_logits(module, spec)
@@ -116,6 +120,14 @@ def model_spec(config: ExperimentConfig, data: FederatedData, sources: UserSourc
     if config.memory.mode != "off":
         check_stages(module, spec.input_shape, spec.name)
     return spec
+
+
+def _picklable(obj: object) -> bool:
+    try:
+        pickle.dumps(obj)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def _check_logits(module: nn.Module, spec: ModelSpec) -> None:
