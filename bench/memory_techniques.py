@@ -9,7 +9,8 @@ For each technique on the CNN and the MLP (Adam, so optimiser state counts):
 - FLOPs ×: the time model's device FLOPs per task relative to plain; wall ×: the subprocess's
   measured wall time per step relative to plain (one thread);
 - up KiB: bytes the device uploads per task (model payload, plus activations under split);
-- accuracy after ``--rounds`` federated rounds on Fashion-MNIST (tablets only, so every
+- accuracy after ``--rounds`` federated rounds on Fashion-MNIST (``--dataset digits``: the 8×8
+  digits, where Fashion-MNIST is not installed) (tablets only, so every
   task fits and only the technique differs), and the int8 export's accuracy for QAT.
 
     PYTHONPATH=src .venv/bin/python bench/memory_techniques.py [--rounds 5] [--batch 128]
@@ -134,11 +135,15 @@ def predicted(model_name: str, name: str, batch: int) -> dict:
             "flops": device + edge, "up_bytes": up + activation_traffic_bytes(cost, plan, SAMPLES)}
 
 
+#: The federated runs' data set (``--dataset``; ``digits`` where Fashion-MNIST is not installed).
+DATASET = {"name": "fashion_mnist"}
+
+
 def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
     memory = {"mode": "all", **TECHNIQUES[name][1]} if name != "plain" else {"mode": "off"}
     return parse_config({
         "name": f"bench-{model_name}-{name}", "seed": 0,
-        "data": {"dataset": "fashion_mnist", "partition": {"kind": "iid"}, "max_train_samples": 3000,
+        "data": {"dataset": DATASET["name"], "partition": {"kind": "iid"}, "max_train_samples": 3000,
                  "max_test_samples": 1000},
         "model": {"name": model_name, "norm": NORM.get(model_name, "none")}, "fleet": {"tiers": {"tablet": 10}},
         "training": {"batch_size": 32, "lr": 1e-3, "optimizer": "adam"},
@@ -165,7 +170,7 @@ def federated(model_name: str, name: str, rounds: int) -> dict:
 
 def table(models: list[str], rounds: int, batch: int) -> None:
     print(f"models {','.join(models)}; Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
-          "Fashion-MNIST 3000 train / 1000 test, IID, batch 32, lr 1e-3")
+          f"{DATASET['name']} up to 3000 train / 1000 test, IID, batch 32, lr 1e-3")
     head = (f"{'model':8} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
             f"{'up KiB':>8} {'acc':>6} {'virt s':>7} {'up MiB/run':>10}")
     print(head)
@@ -187,7 +192,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--models", default="cnn,mlp")
+    ap.add_argument("--dataset", default="fashion_mnist", choices=["fashion_mnist", "digits"])
     args = ap.parse_args()
+    DATASET["name"] = args.dataset
     if args.children:
         fork_children(args.children.split(","), args.batch)
     else:

@@ -51,3 +51,10 @@ def test_lstm_parameter_count_matches_the_gate_formula() -> None:
 def test_resnet_refuses_inputs_that_are_not_images() -> None:
     with pytest.raises(ConfigError, match="resnet needs images"):
         ModelSpec("resnet8", (60,), 3).build()
+
+
+def test_lstm_flops_are_counted_from_the_gate_products() -> None:
+    from fedfit.cost import measure
+    cost = measure(ModelSpec("lstm", (1, 28, 28), 10))
+    per_step = 2 * 4 * 64 * (28 + 64) + 2 * 4 * 64 * (64 + 64)  # both layers' gate matmuls
+    assert cost.forward_flops_per_sample == 28 * per_step + 2 * 64 * 10

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
-from fedfit.cost.stages import StageCost, measure_stages
+from fedfit.cost.stages import StageCost, flop_counter, measure_stages
 from fedfit.errors import ConfigError
 from fedfit.models.custom import check_stages, probe_inputs
 from fedfit.models.zoo import ModelSpec
@@ -60,10 +59,10 @@ def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tens
 def count_flops(model: nn.Module, spec: ModelSpec, batch: int = 2) -> tuple[float, float]:
     """(train, forward) FLOPs per sample, counted by ``FlopCounterMode`` on a real step."""
     x, y = _sample_batch(spec, batch)
-    with FlopCounterMode(display=False) as fwd:
+    with flop_counter() as fwd:
         out = model(x)
     loss = nn.functional.cross_entropy(out, y)
-    with FlopCounterMode(display=False) as bwd:
+    with flop_counter() as bwd:
         loss.backward()
     model.zero_grad(set_to_none=True)
     forward = fwd.get_total_flops() / batch

@@ -9,6 +9,9 @@ split learning sends the cut stage's output. Measured like :mod:`fedfit.cost.pro
 from __future__ import annotations
 
 import dataclasses
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -132,10 +135,21 @@ def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
     return (x.numel() * x.element_size() + 2 * max(rec.sizes)) / len(x)
 
 
+@contextmanager
+def flop_counter() -> Iterator[FlopCounterMode]:
+    """``FlopCounterMode`` with oneDNN off: its fused CPU recurrent kernels have no FLOP formula
+    (an LSTM counted as nothing), the decomposed path counts their matrix products. FLOPs are
+    the math's, not the kernel's, so convolutions and linear layers count the same either way."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # oneDNN's note about Intel-GPU TF32
+        with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as mode:
+            yield mode
+
+
 def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, float]:
-    with FlopCounterMode(display=False) as fwd:
+    with flop_counter() as fwd:
         out = stage.forward(model, x)
-    with FlopCounterMode(display=False) as bwd:
+    with flop_counter() as bwd:
         out.backward(torch.ones_like(out))
     model.zero_grad(set_to_none=True)
     return float(fwd.get_total_flops()), float(bwd.get_total_flops())
