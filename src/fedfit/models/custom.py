@@ -26,12 +26,15 @@ import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from fedfit.errors import ConfigError, PlanError
+
+if TYPE_CHECKING:
+    from fedfit.models.stages import Stage
 
 #: Arguments fedfit fills in when the factory's signature names them.
 AUTO_ARGUMENTS = ("input_shape", "num_classes", "width")
@@ -181,13 +184,13 @@ def _sequence(layers: tuple[str, ...]) -> Callable[[nn.Module, torch.Tensor], to
     return forward
 
 
-def derived_stages(model: nn.Module) -> tuple[Any, ...]:
+def derived_stages(model: nn.Module) -> tuple[Stage, ...]:
     """The stages of a module that is not in the zoo: ``fedfit_stages()`` or its children.
 
     Raises:
         PlanError: the module has no children and declares no stages, or declares unknown ones.
     """
-    from fedfit.models.stages import Stage  # stages imports this module for its fallback
+    from fedfit.models.stages import Stage  # noqa: F811  (stages imports this module for its fallback)
 
     declare = getattr(model, "fedfit_stages", None)
     groups = _declared(model, declare) if callable(declare) else _grouped_children(model)

@@ -92,8 +92,7 @@ def stages_of(model: nn.Module) -> tuple[Stage, ...]:
     """
     found = _STAGES.get(type(model))
     if found is None:
-        derived: tuple[Stage, ...] = derived_stages(model)
-        return derived
+        return derived_stages(model)
     return found
 
 
