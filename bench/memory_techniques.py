@@ -9,10 +9,12 @@ For each technique on the CNN and the MLP (Adam, so optimiser state counts):
 - FLOPs ×: the time model's device FLOPs per task relative to plain; wall ×: the subprocess's
   measured wall time per step relative to plain (one thread);
 - up KiB: bytes the device uploads per task (model payload, plus activations under split);
-- accuracy after ``--rounds`` federated rounds on Fashion-MNIST (tablets only, so every
+- accuracy after ``--rounds`` federated rounds on Fashion-MNIST (``--dataset digits``: the 8×8
+  digits, where Fashion-MNIST is not installed) (tablets only, so every
   task fits and only the technique differs), and the int8 export's accuracy for QAT.
 
     PYTHONPATH=src .venv/bin/python bench/memory_techniques.py [--rounds 5] [--batch 128]
+        [--models cnn,mlp]   # also resnet8, resnet20 (static batch-norm), lstm; --rounds 0: steps only
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ from fedfit.training import OptimizerConfig, train
 from fedfit.types import Techniques, TrainPlan
 
 SHAPE, CLASSES, SAMPLES = (1, 28, 28), 10, 512
+#: The residual networks train with (static) batch-norm, as they are meant to.
+NORM = {"resnet8": "batch", "resnet20": "batch"}
+
+
+def bench_spec(model_name: str) -> ModelSpec:
+    return ModelSpec(model_name, SHAPE, CLASSES, norm=NORM.get(model_name, "none"))
 OPT = OptimizerConfig(kind="adam")
 #: name → (Techniques for the step measurement, ``memory:`` config for the federated run)
 TECHNIQUES: dict[str, tuple[Techniques, dict]] = {
@@ -69,7 +77,7 @@ def _status_kib(field: str) -> int:
 def child(model_name: str, name: str, batch: int) -> None:
     """Run the real training step in this fresh process; print peak-RSS growth and step time."""
     torch.set_num_threads(1)
-    spec = ModelSpec(model_name, SHAPE, CLASSES)
+    spec = bench_spec(model_name)
     model = spec.build()
     params = {k: v.clone() for k, v in model.state_dict().items()}
     g = torch.Generator().manual_seed(0)
@@ -117,7 +125,7 @@ def fork_children(models: list[str], batch: int) -> None:
 
 
 def predicted(model_name: str, name: str, batch: int) -> dict:
-    spec = ModelSpec(model_name, SHAPE, CLASSES)
+    spec = bench_spec(model_name)
     cost = measure(spec)
     plan = TrainPlan(0, 0, batch, techniques=_techniques(name, len(cost.stages)))
     steps = SAMPLES // batch
@@ -128,13 +136,17 @@ def predicted(model_name: str, name: str, batch: int) -> dict:
             "flops": device + edge, "up_bytes": up + activation_traffic_bytes(cost, plan, SAMPLES)}
 
 
+#: The federated runs' data set (``--dataset``; ``digits`` where Fashion-MNIST is not installed).
+DATASET = {"name": "fashion_mnist"}
+
+
 def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
     memory = {"mode": "all", **TECHNIQUES[name][1]} if name != "plain" else {"mode": "off"}
     return parse_config({
         "name": f"bench-{model_name}-{name}", "seed": 0,
-        "data": {"dataset": "fashion_mnist", "partition": {"kind": "iid"}, "max_train_samples": 3000,
+        "data": {"dataset": DATASET["name"], "partition": {"kind": "iid"}, "max_train_samples": 3000,
                  "max_test_samples": 1000},
-        "model": {"name": model_name}, "fleet": {"tiers": {"tablet": 10}},
+        "model": {"name": model_name, "norm": NORM.get(model_name, "none")}, "fleet": {"tiers": {"tablet": 10}},
         "training": {"batch_size": 32, "lr": 1e-3, "optimizer": "adam"},
         "orchestration": {"rounds": rounds, "clients_per_round": 5}, "memory": memory,
         "output": {"plots": False, "progress": False},
@@ -146,6 +158,8 @@ experiment.build_federated_data = functools.lru_cache(maxsize=4)(experiment.buil
 
 
 def federated(model_name: str, name: str, rounds: int) -> dict:
+    if rounds == 0:
+        return {"accuracy": float("nan"), "virtual_s": float("nan"), "bytes_up": float("nan")}
     config = fl_config(model_name, name, rounds)
     result = run(config)
     row = {"accuracy": result.reports[-1].accuracy, "virtual_s": result.reports[-1].virtual_time_s,
@@ -156,9 +170,9 @@ def federated(model_name: str, name: str, rounds: int) -> dict:
 
 
 def table(models: list[str], rounds: int, batch: int) -> None:
-    print(f"Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
-          "Fashion-MNIST 3000 train / 1000 test, IID, batch 32, lr 1e-3")
-    head = (f"{'model':5} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
+    print(f"models {','.join(models)}; Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
+          f"{DATASET['name']} up to 3000 train / 1000 test, IID, batch 32, lr 1e-3")
+    head = (f"{'model':8} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
             f"{'up KiB':>8} {'acc':>6} {'virt s':>7} {'up MiB/run':>10}")
     print(head)
     steps = measure_steps(models, batch)  # first, while nothing else ran
@@ -167,7 +181,7 @@ def table(models: list[str], rounds: int, batch: int) -> None:
         for name in TECHNIQUES:
             p, meas, fl = predicted(m, name, batch), steps[m, name], federated(m, name, rounds)
             acc = f"{fl['accuracy']:.3f}" + (f" (int8 {fl['int8_accuracy']:.3f})" if "int8_accuracy" in fl else "")
-            print(f"{m:5} {name:15} {p['peak_bytes'] / 2**20:8.2f} {meas['peak_bytes'] / 2**20:8.2f} "
+            print(f"{m:8} {name:15} {p['peak_bytes'] / 2**20:8.2f} {meas['peak_bytes'] / 2**20:8.2f} "
                   f"{p['flops'] / base_p['flops']:7.2f} {meas['step_s'] / base_m['step_s']:6.2f} "
                   f"{p['up_bytes'] / 1024:8.1f} {acc:>6} {fl['virtual_s']:7.1f} {fl['bytes_up'] / 2**20:10.2f}",
                   flush=True)
@@ -179,7 +193,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--models", default="cnn,mlp")
+    ap.add_argument("--dataset", default="fashion_mnist", choices=["fashion_mnist", "digits"])
     args = ap.parse_args()
+    DATASET["name"] = args.dataset
     if args.children:
         fork_children(args.children.split(","), args.batch)
     else:

@@ -11,7 +11,9 @@ from fedfit.data import FederatedData, build_federated_data
 from fedfit.devices import TIERS, DeviceTrace, PsutilMonitor, Registry, TraceMonitor, generate_trace, tier
 from fedfit.errors import CheckpointError, ConfigError, DataError, FedfitError, PlanError, UpdateRejected
 from fedfit.experiment import Experiment, build
-from fedfit.runner import RunResult, resume, run
+from fedfit.runner import RunResult, resume
+from fedfit.api import Result, compare, run
+from fedfit.sources import UserSources
 from fedfit.models import ModelSpec, build_model
 from fedfit.models.coordinates import CoordinateMap, WidthGroup
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator, AsyncState
@@ -43,4 +45,5 @@ __all__ = [
     "UpdateRejected", "UtilisationCurve", "build", "build_federated_data", "build_model",
     "generate_trace", "load_config", "masked_weighted_average", "measure", "parse_config", "run",
     "task_cost", "tier", "uniform_cohort", "weighting", "with_overrides", "resume", "SyncState", "CheckpointError",
+    "Result", "UserSources", "compare",
 ]

@@ -106,14 +106,26 @@ class DataConfig(_Section):
     max_test_samples: PositiveInt | None = 2000
     local_test_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.1
     stream: StreamConfig | None = None
+    loader: str | None = None
+    loader_kwargs: dict[str, Any] = {}
+    devices_dir: str | None = None
+    num_classes: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _one_user_source(self) -> DataConfig:
+        if self.loader is not None and self.devices_dir is not None:
+            raise ValueError("give data.loader or data.devices_dir, not both")
+        return self
 
 
 class ModelConfig(_Section):
-    """Architecture from the zoo and its width multiplier."""
+    """Architecture from the zoo (or the user's ``factory``) and its width multiplier."""
 
-    name: Literal["logreg", "mlp", "cnn", "cnn1d"] = "cnn"
+    name: Literal["logreg", "mlp", "cnn", "cnn1d", "resnet8", "resnet20", "lstm"] = "cnn"
     width: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     norm: Literal["none", "batch"] = "none"
+    factory: str | None = None
+    kwargs: dict[str, Any] = {}
 
 
 class FleetConfig(_Section):

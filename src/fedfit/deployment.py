@@ -23,6 +23,7 @@ from fedfit.models.indices import sub_map
 from fedfit.models.prune import GroupSuggestion, suggest_pruning
 from fedfit.report.model_file import export_submodel, load_model
 from fedfit.training.static_bn import EVAL_WIDTHS, WidthScore, calibrated, evaluate_widths
+from fedfit.sources import user_data
 from fedfit.types import Params
 
 
@@ -35,7 +36,8 @@ def _load(run_dir: Path) -> tuple[ExperimentConfig, ModelSpec, Params, ChannelSt
 
 
 def _data(config: ExperimentConfig) -> FederatedData:
-    return build_federated_data(**data_kwargs(config))
+    own = user_data(config, None)  # the config's loader or per-device files, when it names them
+    return own if own is not None else build_federated_data(**data_kwargs(config))
 
 
 def _choice(config: ExperimentConfig) -> str:

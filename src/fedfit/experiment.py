@@ -42,7 +42,8 @@ from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.cost.dp_memory import per_sample_gradient_costs
 from fedfit.security.builders import attack_spec, local_dp, security_combine
-from fedfit.models.stages import stages_of
+from fedfit.sources import UserSources, exchange, model_spec, user_data
+from fedfit.sources import num_stages as stage_count
 from fedfit.policy import (
     BudgetEpochsPlanner, Deferral, DeferringSelector, FixedPlanner, OortSelector, Planner,
     ReadinessFirstSelector, Selector, StratifiedSelector, UniformSelector,
@@ -123,7 +124,7 @@ def memory_planner(config: ExperimentConfig, base: Planner, costs: Callable[[flo
         sparsities=tuple(m.pruning.sparsities), sparsity_by_tier=dict(m.pruning.by_tier), qat_bits=m.qat.bits,
         rounds_per_stage=m.progressive.rounds_per_stage, split_cut=m.split.cut,
         edge_flops_per_s=m.split.edge_flops_per_s, seed=config.seed)
-    num_stages = len(stages_of(spec.build()))
+    num_stages = stage_count(spec)
     if m.split.cut is not None and not 1 <= m.split.cut < num_stages:
         raise ConfigError(f"memory.split.cut: must be in 1..{num_stages - 1} for model {spec.name}")
     return MemoryPlanner(base, settings=settings, costs=costs, memory=memory, num_stages=num_stages)
@@ -212,8 +213,8 @@ def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[Devic
     return WidthPlanner(base, policy, costs, memory, examples, config.seed)
 
 
-def build(config: ExperimentConfig) -> Experiment:
-    """Build every object of an experiment from its config.
+def build(config: ExperimentConfig, sources: UserSources | None = None) -> Experiment:
+    """Build every object of an experiment from its config (and the user's model and data).
 
     Raises:
         ConfigError / DataError: the config names something that does not exist.
@@ -221,21 +222,18 @@ def build(config: ExperimentConfig) -> Experiment:
     t = config.training
     profiles = fleet_profiles(config)
     recipe_data = tuple(sorted(data_kwargs(config).items()))
-    data = build_federated_data(**dict(recipe_data))
-    spec = ModelSpec(config.model.name, data.input_shape, data.num_classes, config.model.width,
-                     config.model.norm, config.width.scaler)
+    own = user_data(config, sources)
+    data = own if own is not None else build_federated_data(**dict(recipe_data))
+    spec = model_spec(config, data, sources)
     optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
                                 local_dp=local_dp(config))
     recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack=attack_spec(config, profiles),
-                            stream=stream_spec(config, profiles))
+                            stream=stream_spec(config, profiles), data=own)
     workload = Workload(recipe, data)
     torch.manual_seed(config.seed)
     initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
-    memory = MemoryModel(optimizer_slots=1 if t.momentum > 0 else 0)
-    examples = [len(d) for d in data.train]
-    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
     executor = _executor(config, recipe, workload)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
@@ -248,7 +246,7 @@ def build(config: ExperimentConfig) -> Experiment:
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic, examples_at=stream.size if stream else None)
     predictor = TaskPredictor(costs, memory, num_examples)
-    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
+    submodels = exchange(spec, config.width.indices, config.seed)
     registry = enrol(fleet)
     sizes: Callable[[float], list[int]] = (lambda now_s: [stream.size(d, now_s) for d in range(len(profiles))]) \
         if stream else (lambda now_s: num_examples)
@@ -377,9 +375,9 @@ def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Plan
 
 
 @contextmanager
-def built(config: ExperimentConfig) -> Iterator[Experiment]:
+def built(config: ExperimentConfig, sources: UserSources | None = None) -> Iterator[Experiment]:
     """:func:`build`, closing the executor afterwards."""
-    exp = build(config)
+    exp = build(config, sources)
     try:
         yield exp
     finally:

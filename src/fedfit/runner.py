@@ -31,6 +31,7 @@ from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError, RunStopped
 from fedfit.experiment import Experiment, built
+from fedfit.sources import UserSources
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
@@ -67,7 +68,7 @@ class RunResult:
 
 
 def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None, *,
-        force: bool = False, on_phase: OnPhase | None = None) -> RunResult:
+        force: bool = False, on_phase: OnPhase | None = None, sources: UserSources | None = None) -> RunResult:
     """Run an experiment to the end; write ``run_dir`` when given.
 
     Args:
@@ -76,18 +77,19 @@ def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound
         on_round: called after each round.
         force: replace a run already in ``run_dir`` (its files are removed first).
         on_phase: called as each phase completes (see the module docstring).
+        sources: the user's model and data as Python objects (``None``: the config's).
 
     Raises:
         ConfigError: ``run_dir`` is locked by another process, cannot be written, or already
             holds a run and ``force`` is not set.
     """
     if run_dir is None:
-        return _drive(config, None, on_round, None, on_phase)
+        return _drive(config, None, on_round, None, on_phase, sources)
     existed = run_dir.exists()
     try:
         with RunLock(run_dir):
             _claim(run_dir, force)
-            return _drive(config, run_dir, on_round, None, on_phase)
+            return _drive(config, run_dir, on_round, None, on_phase, sources)
     except BaseException:
         if not existed:  # failed before writing anything: leave no empty directory behind
             _remove_if_unused(run_dir)
@@ -95,7 +97,7 @@ def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound
 
 
 def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = None, *,
-           on_phase: OnPhase | None = None) -> RunResult:
+           on_phase: OnPhase | None = None, sources: UserSources | None = None) -> RunResult:
     """Continue the run in ``run_dir`` from its checkpoint, to ``rounds`` rounds in all; a run
     killed after its last checkpoint is finished (model, plots, summary) without running a round.
 
@@ -104,6 +106,7 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
         rounds: total rounds (server versions) to reach; ``None``: the config's. More than the
             config's extends a finished run.
         on_phase: called as each phase completes (see the module docstring).
+        sources: the user's model and data, as the interrupted run had them.
 
     Raises:
         CheckpointError / ConfigError: as :func:`resumable`, or the directory is locked.
@@ -112,7 +115,7 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
         raise ConfigError(f"RUN_DIR: no such directory: {run_dir}")
     with RunLock(run_dir):
         config, saved = resumable(run_dir, rounds)
-        return _drive(config, run_dir, on_round, saved, on_phase)
+        return _drive(config, run_dir, on_round, saved, on_phase, sources)
 
 
 def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfig, Checkpoint]:
@@ -161,10 +164,10 @@ def _remove_if_unused(run_dir: Path) -> None:
 
 
 def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | None,
-           saved: Checkpoint | None, on_phase: OnPhase | None) -> RunResult:
+           saved: Checkpoint | None, on_phase: OnPhase | None, sources: UserSources | None = None) -> RunResult:
     phase = on_phase or (lambda name: None)
     every, total = config.output.checkpoint_every, config.orchestration.rounds
-    with built(config) as exp, ExitStack() as stack:
+    with built(config, sources) as exp, ExitStack() as stack:
         _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
         reports = list(saved.reports) if saved else []

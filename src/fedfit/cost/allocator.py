@@ -19,6 +19,8 @@ from torch import nn
 from torch._C._autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
+from fedfit.models.custom import probe_inputs
+
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
@@ -62,9 +64,8 @@ def step_peak_bytes(model: nn.Module, input_shape: tuple[int, ...], num_classes:
     runs on one intra-op thread (kernels' scratch depends on the thread count), so the figure,
     and every virtual time derived from it, is the same on any host.
     """
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn((batch, *input_shape), generator=gen)
-    y = torch.randint(0, num_classes, (batch,), generator=gen)
+    x = probe_inputs(input_shape, batch)  # uniform on [0, 1): valid as images and as token ids
+    y = torch.randint(0, num_classes, (batch,), generator=torch.Generator().manual_seed(0))
     index = torch.arange(batch)
 
     def step() -> None:

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
-
 from fedfit.cost.allocator import step_peak_bytes
-from fedfit.cost.stages import StageCost, measure_stages
+from fedfit.cost.stages import StageCost, flop_counter, measure_stages
+from fedfit.errors import ConfigError
+from fedfit.models.custom import check_stages, probe_inputs
 from fedfit.models.zoo import ModelSpec
 
 BYTES_PER_FLOAT = 4
@@ -71,19 +71,18 @@ class ModelCost:
 
 
 def _sample_batch(spec: ModelSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn((batch, *spec.input_shape), generator=gen)
-    y = torch.randint(0, spec.num_classes, (batch,), generator=gen)
+    x = probe_inputs(spec.input_shape, batch)
+    y = torch.randint(0, spec.num_classes, (batch,), generator=torch.Generator().manual_seed(0))
     return x, y
 
 
 def count_flops(model: nn.Module, spec: ModelSpec, batch: int = 2) -> tuple[float, float]:
     """(train, forward) FLOPs per sample, counted by ``FlopCounterMode`` on a real step."""
     x, y = _sample_batch(spec, batch)
-    with FlopCounterMode(display=False) as fwd:
+    with flop_counter() as fwd:
         out = model(x)
     loss = nn.functional.cross_entropy(out, y)
-    with FlopCounterMode(display=False) as bwd:
+    with flop_counter() as bwd:
         loss.backward()
     model.zero_grad(set_to_none=True)
     forward = fwd.get_total_flops() / batch
@@ -128,7 +127,7 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         activation_bytes_per_sample=saved,
         activation_fixed_bytes=fixed,
         backward_transient_bytes_per_sample=per_sample - saved,
-        stages=measure_stages(model, spec.input_shape),
+        stages=_stage_costs(model, spec),
         largest_param_bytes=max((p.numel() for p in model.parameters()), default=0) * BYTES_PER_FLOAT,
         memory_error=_held_out_error(model, spec, gradients + fixed, per_sample),
     )
@@ -140,3 +139,14 @@ def _held_out_error(model: nn.Module, spec: ModelSpec, fixed: float, per_sample:
     errors = [1.0 - (fixed + per_sample * b) / measured for b in HELD_OUT_BATCHES
               if (measured := step_peak_bytes(model, spec.input_shape, spec.num_classes, b)) > 0]
     return max(0.0, *errors)
+
+
+def _stage_costs(model: nn.Module, spec: ModelSpec) -> tuple[StageCost, ...]:
+    """Per-stage costs; none for a user module whose stages do not reproduce its forward (the
+    techniques that need stages refuse such a module with a one-line error when configured)."""
+    if spec.factory is not None:
+        try:
+            check_stages(model, spec.input_shape, spec.name)
+        except ConfigError:
+            return ()
+    return measure_stages(model, spec.input_shape)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from fedfit.errors import PlanError
+from fedfit.models.custom import derived_stages
 from fedfit.models.zoo import CNN, CNN1D, MLP, LogisticRegression
 
 #: A stage's computation: ``forward(model, x) -> y`` (it reads the model's layers).
@@ -32,7 +32,7 @@ class Stage:
 
     def owns(self, param_name: str) -> bool:
         """Whether parameter ``param_name`` (e.g. ``conv1.weight``) belongs to this stage."""
-        return param_name.split(".", 1)[0] in self.layers
+        return any(param_name.startswith(f"{layer}.") for layer in self.layers)
 
 
 def _apply(m: nn.Module, layer: str, x: torch.Tensor) -> torch.Tensor:
@@ -84,14 +84,15 @@ _STAGES: dict[type, tuple[Stage, ...]] = {
 
 
 def stages_of(model: nn.Module) -> tuple[Stage, ...]:
-    """The stages of a zoo model, input to output.
+    """The stages of a model, input to output: the zoo's own, else derived from the module
+    (:func:`fedfit.models.custom.derived_stages`: its ``fedfit_stages()`` or its children).
 
     Raises:
         PlanError: the model has no stage decomposition.
     """
     found = _STAGES.get(type(model))
     if found is None:
-        raise PlanError(f"model {type(model).__name__} has no stage decomposition")
+        return derived_stages(model)
     return found
 
 

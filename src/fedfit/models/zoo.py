@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from fedfit.errors import ConfigError
+from fedfit.models.custom import ModelFactory
 from fedfit.models.coordinates import AxisRef, WidthGroup, layer_inputs, layer_outputs
 
 NORMS = ("none", "batch")
@@ -183,6 +184,7 @@ class ModelSpec:
         norm: ``none`` or ``batch`` (static batch-norm, CNN only).
         scaler: whether sub-models divide hidden outputs by their width rate in training (meant
             for use with ``norm="batch"``, as HeteroFL; without a norm it amplifies activations).
+        factory: the user's model builder (:mod:`fedfit.models.custom`); ``None``: the zoo's ``name``.
     """
 
     name: str
@@ -191,6 +193,7 @@ class ModelSpec:
     width: float = 1.0
     norm: str = "none"
     scaler: bool = False
+    factory: ModelFactory | None = None
 
     def build(self, rate: float | None = None, *, track_norm_stats: bool = False) -> nn.Module:
         """A freshly initialised module: the master (``rate`` 1 or ``None``) or a sub-model.
@@ -201,6 +204,8 @@ class ModelSpec:
             track_norm_stats: build batch-norms with running statistics (the evaluation twin).
         """
         r = 1.0 if rate is None else rate
+        if self.factory is not None:
+            return self.factory.build(self.input_shape, self.num_classes, self.width * r)
         return build_model(self.name, self.input_shape, self.num_classes, self.width * r,
                            rate=r if self.scaler else 1.0, norm=self.norm, track_norm_stats=track_norm_stats)
 
@@ -214,7 +219,7 @@ class _Options:
 
 def _no_norm(name: str, options: _Options) -> None:
     if options.norm != "none":
-        raise ConfigError(f"model.norm: '{options.norm}' is available for cnn only, not {name}")
+        raise ConfigError(f"model.norm: '{options.norm}' is available for cnn and resnet only, not {name}")
 
 
 def _logreg(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
@@ -241,11 +246,32 @@ def _cnn1d(shape: tuple[int, ...], classes: int, width: float, options: _Options
     return CNN1D(shape[0], shape[1], classes, width)
 
 
+def _resnet(blocks_per_level: int) -> Callable[[tuple[int, ...], int, float, _Options], nn.Module]:
+    def build(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
+        from fedfit.models.resnet import ResNet  # resnet builds on this module's pieces
+        if len(shape) != 3 or min(shape[1:]) < 4:
+            raise ConfigError(f"model.name: resnet needs images (channels, height, width) of side >= 4, got {shape}")
+        return ResNet(shape[0], classes, blocks_per_level, width, rate=options.rate, norm=options.norm,
+                      track_norm_stats=options.track_norm_stats)
+    return build
+
+
+def _lstm(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
+    from fedfit.models.sequence import LSTMClassifier  # sequence builds on this module's pieces
+    _no_norm("lstm", options)
+    if len(shape) not in (1, 2, 3):
+        raise ConfigError(f"model.name: lstm needs (steps,), (steps, features) or (C, H, W) inputs, got {shape}")
+    return LSTMClassifier(shape, classes, width)
+
+
 MODELS: dict[str, Callable[[tuple[int, ...], int, float, _Options], nn.Module]] = {
     "logreg": _logreg,
     "mlp": _mlp,
     "cnn": _cnn,
     "cnn1d": _cnn1d,
+    "resnet8": _resnet(1),
+    "resnet20": _resnet(3),
+    "lstm": _lstm,
 }
 
 
@@ -254,7 +280,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, width
     """Build a zoo model.
 
     Args:
-        name: ``logreg``, ``mlp``, ``cnn`` or ``cnn1d``.
+        name: ``logreg``, ``mlp``, ``cnn``, ``cnn1d``, ``resnet8``, ``resnet20`` or ``lstm``.
         input_shape: one sample's shape, e.g. ``(1, 28, 28)`` or ``(60,)``.
         num_classes: output classes.
         width: hidden-size multiplier in (0, 1].

@@ -21,6 +21,7 @@ from torch import nn
 from fedfit.errors import ConfigError, PlanError
 from fedfit.report import atomic
 from fedfit.models import ModelSpec
+from fedfit.models.custom import ModelFactory
 from fedfit.models.channel_stats import ChannelStats
 from fedfit.types import Params
 
@@ -28,13 +29,15 @@ EXPORT_FORMAT = "fedfit-submodel/1"
 
 
 def _spec_record(spec: ModelSpec) -> dict[str, Any]:
+    user = {"factory": spec.factory.label, "kwargs": spec.factory.kwargs} if spec.factory else {}
     return {"name": spec.name, "input_shape": list(spec.input_shape), "num_classes": spec.num_classes,
-            "width": spec.width, "norm": spec.norm, "scaler": spec.scaler}
+            "width": spec.width, "norm": spec.norm, "scaler": spec.scaler, **user}
 
 
 def _spec_from(record: dict[str, Any]) -> ModelSpec:
+    factory = ModelFactory.of(record["factory"], record.get("kwargs")) if "factory" in record else None
     return ModelSpec(record["name"], tuple(record["input_shape"]), int(record["num_classes"]),
-                     float(record["width"]), record.get("norm", "none"), bool(record.get("scaler", False)))
+                     float(record["width"]), record.get("norm", "none"), bool(record.get("scaler", False)), factory)
 
 
 def _read_spec(path: Path) -> tuple[dict[str, Any], ModelSpec]:

@@ -23,7 +23,8 @@ from fedfit.types import Params, TrainPlan, Update
 
 @dataclass(frozen=True)
 class WorkloadRecipe:
-    """Picklable instructions to rebuild a workload in another process."""
+    """Picklable instructions to rebuild a workload in another process (``data``: the user's
+    own data, which no builder can regenerate; ``None`` for the built-in data sets)."""
 
     model: ModelSpec
     data_kwargs: tuple[tuple[str, Any], ...]
@@ -31,10 +32,11 @@ class WorkloadRecipe:
     optimizer: OptimizerConfig = OptimizerConfig()
     attack: AttackSpec = AttackSpec()
     stream: StreamSpec | None = None
+    data: FederatedData | None = None
 
     def build(self) -> Workload:
-        """Build the data and return the workload."""
-        return Workload(self, build_federated_data(**dict(self.data_kwargs)))
+        """Build the data (or take the user's, shipped with the recipe) and return the workload."""
+        return Workload(self, self.data if self.data is not None else build_federated_data(**dict(self.data_kwargs)))
 
 
 @dataclass(frozen=True)

@@ -54,11 +54,12 @@ def importance_stages(model: nn.Module, stages: Sequence[Stage], x: torch.Tensor
 
 
 def freeze_except(model: nn.Module, stages: Sequence[Stage], trained: Sequence[int]) -> list[str]:
-    """Freeze every parameter outside the ``trained`` stages; returns the trained names."""
+    """Freeze every parameter outside the ``trained`` stages; returns the trained names, with
+    the buffers of those stages (a user module's batch-norm running statistics) after them."""
     names = []
     for name, p in model.named_parameters():
         keep = any(stages[i].owns(name) for i in trained)
         p.requires_grad_(keep)
         if keep:
             names.append(name)
-    return names
+    return names + [n for n, _ in model.named_buffers() if any(stages[i].owns(n) for i in trained)]

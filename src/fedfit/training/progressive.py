@@ -42,7 +42,7 @@ def progressive_program(model: nn.Module, stage: int, x: torch.Tensor, lr: float
     if stage < len(stages) - 1:
         with torch.no_grad():
             out = run_stages(model, stages[: stage + 1], x[:1])
-        classes = getattr(model, stages[-1].layers[0]).out_features
+            classes = run_stages(model, stages[stage + 1:], out).shape[-1]  # logits: any head
         head = auxiliary_head(out[0].numel(), classes, gen)
         trained += list(head.parameters())
 
