@@ -15,6 +15,7 @@ from typing import Any
 
 from fedfit.config import ExperimentConfig, with_overrides
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
+from fedfit.errors import PlanError
 from fedfit.policy.auto import AutoDecision, DeviceOutlook, decide
 from fedfit.types import DeviceProfile, DeviceState, TrainPlan
 
@@ -104,6 +105,15 @@ def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states:
     predictor = TaskPredictor(costs, memory, num_examples)
     standard = config.batching.standard_batch or config.training.batch_size
     devices = outlooks(profiles, states, predictor, standard, config.training.lr)
-    scalable = costs(0.5).num_params < costs(1.0).num_params
+    scalable = _scalable(costs)
     decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_spread, scalable)
     return with_overrides(config, overrides(decision)), decision
+
+
+def _scalable(costs: Callable[[float], ModelCost]) -> bool:
+    """Whether the model has a width to scale: a narrower build has fewer parameters (a user
+    module whose factory takes no ``width`` has none)."""
+    try:
+        return costs(0.5).num_params < costs(1.0).num_params
+    except PlanError:
+        return False
