@@ -30,7 +30,7 @@ data:
 run: setup data
 	$(VENV)/bin/fedfit run
 
-test: setup
+test: setup data
 	$(VPY) -m mypy src/fedfit
 	$(VPY) -m pytest -q
 
