@@ -28,6 +28,7 @@ from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import plot_accuracy
 from fedfit.strategies import apply_strategy
+from fedfit.transport.commands import add_parsers as add_deploy_parsers
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -260,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_devices)
     _add_run_dir_commands(sub)
+    add_deploy_parsers(sub)
     return p
 
 

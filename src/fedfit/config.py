@@ -334,6 +334,17 @@ class MemoryConfig(_Section):
         return techniques
 
 
+class DeployConfig(_Section):
+    """Real deployment (``fedfit server`` / ``fedfit device``): request limits and timeouts."""
+
+    max_body_bytes: Annotated[int, Field(gt=0)] = 64 * 2**20
+    max_update_norm: Annotated[float, Field(gt=0)] = 1e4
+    heartbeat_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    task_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    poll_wait_s: Annotated[float, Field(gt=0, le=60)] = 10.0
+    linger_s: Annotated[float, Field(ge=0)] = 3.0
+
+
 class ExperimentConfig(_Section):
     """The whole experiment."""
 
@@ -354,6 +365,7 @@ class ExperimentConfig(_Section):
     selection: SelectionConfig = SelectionConfig()
     local_work: LocalWorkConfig = LocalWorkConfig()
     width: WidthConfig = WidthConfig()
+    deploy: DeployConfig = DeployConfig()
     strategies: dict[str, dict[str, Any]] = {}
 
     @property

@@ -34,6 +34,7 @@ from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort, enrol
+from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.models.stages import stages_of
@@ -269,7 +270,7 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
         fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)
 
 
-def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
+def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, predictor: TaskPredictor,
                   evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
                   submodels: SubModelExchange, registry: Registry) -> SyncOrchestrator | AsyncOrchestrator:
     o = config.orchestration

@@ -42,9 +42,10 @@ class RunDirectory:
         with (path / "events.jsonl").open() as events:
             self._timeline = [TimelinePoint.of_record(json.loads(line)) for line in events]
 
-    def log_round(self, report: RoundReport, results: Sequence[TaskResult]) -> None:
-        """Append one round's metrics line and its task events."""
-        self._metrics.write(json.dumps(report_record(report)) + "\n")
+    def log_round(self, report: RoundReport, results: Sequence[TaskResult],
+                  extra: dict[str, Any] | None = None) -> None:
+        """Append one round's metrics line (with ``extra`` keys) and its task events."""
+        self._metrics.write(json.dumps(report_record(report) | (extra or {})) + "\n")
         for res in results:
             self._events.write(json.dumps(event_record(res)) + "\n")
             self._timeline.append(TimelinePoint.of(res))
