@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
@@ -26,24 +26,33 @@ from fedfit.transport.messages import EnrolRequest
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 
+def _coord(request: Request) -> Coordinator:
+    coord: Coordinator = request.app.state.coord
+    return coord
+
+
+async def _device(request: Request, authorization: Annotated[str | None, Header()] = None) -> int:
+    return _coord(request).authenticate(authorization)
+
+
+def _body_of(kind: str) -> Callable[[Request], Awaitable[bytes]]:
+    async def read(request: Request) -> bytes:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip()
+        if ctype != kind:
+            raise Rejected(415, "content_type", f"body: content type must be {kind}, got {ctype or 'none'}")
+        return await capped(request, _coord(request).limits.max_body_bytes)
+    return read
+
+
+Device = Annotated[int, Depends(_device)]
+Json = Annotated[bytes, Depends(_body_of("application/json"))]
+Binary = Annotated[bytes, Depends(_body_of("application/octet-stream"))]
+
+
 def create_app(coord: Coordinator, lifespan: Lifespan | None = None, poll_wait_s: float = 10.0) -> FastAPI:
     """The server's app over ``coord`` (``lifespan`` starts and stops the round loop)."""
     app = FastAPI(title="fedfit", lifespan=lifespan)
-
-    async def device(authorization: Annotated[str | None, Header()] = None) -> int:
-        return coord.authenticate(authorization)
-
-    def body_of(kind: str) -> Callable[[Request], Any]:
-        async def read(request: Request) -> bytes:
-            ctype = request.headers.get("content-type", "").split(";")[0].strip()
-            if ctype != kind:
-                raise Rejected(415, "content_type", f"body: content type must be {kind}, got {ctype or 'none'}")
-            return await capped(request, coord.limits.max_body_bytes)
-        return read
-
-    Device = Annotated[int, Depends(device)]
-    Json = Annotated[bytes, Depends(body_of("application/json"))]
-    Binary = Annotated[bytes, Depends(body_of("application/octet-stream"))]
+    app.state.coord = coord
 
     @app.exception_handler(Rejected)
     async def rejected(_: Request, err: Rejected) -> JSONResponse:
