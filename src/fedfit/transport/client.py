@@ -78,7 +78,7 @@ class DeviceClient:
         Raises:
             Refused: 410 ``run_finished`` when the run is over.
         """
-        resp = self._call("GET", "/v1/task", params={"wait_s": wait_s}, timeout=wait_s + 30.0)
+        resp = self._call("GET", "/v1/task", params={"wait_s": wait_s})
         return None if resp.status_code == 204 else TaskMessage.model_validate_json(resp.content)
 
     def download(self, task_id: str) -> tuple[bytes, float]:

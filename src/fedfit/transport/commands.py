@@ -92,7 +92,7 @@ def cmd_device(args: argparse.Namespace, console: Any) -> int:
                             shard=parse_shard(args.shard) if args.shard else None,
                             data=Path(args.data) if args.data else None, tier=args.tier)
     verify: str | bool = args.ca if args.ca else True
-    with httpx.Client(base_url=args.server, verify=verify, timeout=60.0) as http:
+    with httpx.Client(base_url=args.server, verify=verify, timeout=120.0) as http:  # > the longest long-poll (60 s)
         client = DeviceClient(http, _secret(args))
         try:
             return _device(client, options)
