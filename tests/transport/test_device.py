@@ -94,3 +94,12 @@ def test_a_device_with_no_memory_left_declines_by_its_own_policy(tmp_path: Path)
     failed = run.store.tasks("failed")
     assert failed and all(t.detail.startswith("declined: ") for t in failed)
     assert run.store.journal() == []
+
+
+def test_the_async_orchestrator_runs_over_the_same_fleet(tmp_path: Path) -> None:
+    raw = tiny(orchestration={"mode": "async", "rounds": 3}, asynchronous={"buffer_size": 2, "concurrency": 2})
+    run, codes = deployed_run(tmp_path, raw, [DeviceOptions(shard=(0, 2)), DeviceOptions(shard=(1, 2))])
+    assert codes == [0, 0]
+    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 3 and run.store.progress().version == 3
+    assert sum(e.applied_version is not None for e in run.store.journal()) >= 6  # 3 versions × a buffer of 2

@@ -49,14 +49,42 @@ def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
                                 stderr=subprocess.STDOUT, env=env)
 
 
-def server(cfg: Path, state: Path, port: int) -> subprocess.Popen[bytes]:
-    return spawn(["server", str(cfg), "--state", str(state), "--port", str(port), "--secret", SECRET],
+def server(cfg: Path, state: Path, port: int, tls: list[str] = []) -> subprocess.Popen[bytes]:  # noqa: B006
+    return spawn(["server", str(cfg), "--state", str(state), "--port", str(port), "--secret", SECRET, *tls],
                  state.parent / "server.log")
 
 
-def devices(port: int, count: int, tmp_path: Path) -> list[subprocess.Popen[bytes]]:
-    return [spawn(["device", "--server", f"http://127.0.0.1:{port}", "--secret", SECRET, "--shard", f"{i}/{count}"],
+def devices(port: int, count: int, tmp_path: Path, ca: Path | None = None) -> list[subprocess.Popen[bytes]]:
+    url = f"{'https' if ca else 'http'}://127.0.0.1:{port}"
+    extra = ["--ca", str(ca)] if ca else []
+    return [spawn(["device", "--server", url, "--secret", SECRET, "--shard", f"{i}/{count}", *extra],
                   tmp_path / f"device{i}.log") for i in range(count)]
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (it is its own CA) and its key, as PEM files."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
 
 
 def finish(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> list[int]:
@@ -70,9 +98,11 @@ def finish(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> list[int]:
                 p.wait()
 
 
-def test_server_and_three_devices_finish_a_run(tmp_path: Path) -> None:
+def test_server_and_three_devices_finish_a_run_over_tls(tmp_path: Path) -> None:
     port, state = free_port(), tmp_path / "state"
-    procs = [server(config(tmp_path, rounds=2, devices=3), state, port), *devices(port, 3, tmp_path)]
+    cert, key = self_signed(tmp_path)
+    tls = ["--tls-cert", str(cert), "--tls-key", str(key)]
+    procs = [server(config(tmp_path, rounds=2, devices=3), state, port, tls), *devices(port, 3, tmp_path, ca=cert)]
     assert finish(procs, 400) == [0, 0, 0, 0], (tmp_path / "server.log").read_text()[-2000:]
     summary = json.loads((state / "run" / "summary.json").read_text())
     assert summary["rounds"] == 2 and summary["participants_by_tier"] == {"flagship_phone": 6}
