@@ -152,10 +152,12 @@ class Device:
             self.monitor.record_transfer(len(payload), down_s)
             plan, declined = self._decide(plan)
             if declined is not None:
+                self.log(f"device {self.client.device_id} round {plan.round}: declined ({declined})")
                 self.client.fail(task.task_id, FailureReport(cause=FailureCause.DECLINED, detail=declined))
                 return
             body = self._train(plan, decode(payload)[0], x, y, down_s)
             if body is None:
+                self.log(f"device {self.client.device_id} round {plan.round}: out of memory ({self._oom})")
                 self.client.fail(task.task_id, FailureReport(cause=FailureCause.OUT_OF_MEMORY, detail=self._oom))
                 return
             start = time.perf_counter()
