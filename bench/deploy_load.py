@@ -50,7 +50,12 @@ class Stats:
 
     async def call(self, client: httpx.AsyncClient, method: str, url: str, **kw: object) -> httpx.Response:
         start = time.perf_counter()
-        resp = await client.request(method, url, **kw)  # type: ignore[arg-type]
+        try:
+            resp = await client.request(method, url, **kw)  # type: ignore[arg-type]
+        except httpx.TransportError as err:
+            self.errors += 1
+            self.first_error = self.first_error or f"{method} {url}: {type(err).__name__}: {err}"
+            return httpx.Response(599)
         self.latency.append(time.perf_counter() - start)
         if resp.status_code not in OK:
             self.errors += 1
@@ -61,6 +66,8 @@ class Stats:
 async def device(client: httpx.AsyncClient, stats: Stats) -> None:
     profile = {"total_memory_bytes": 2**31, "cpu_cores": 4, "arch": "x86_64", "flops_per_s": 1e9, "num_examples": 1}
     enrolled = await stats.call(client, "POST", "/v1/enrol", json={"secret": SECRET, "profile": profile})
+    if enrolled.status_code != 200:
+        return
     auth = {"Authorization": f"Bearer {enrolled.json()['token']}"}
     report = json.dumps({"samples_processed": 1, "steps": 1, "micro_batch": 1, "accumulation_steps": 1,
                          "train_loss": 1.0, "duration_s": 0.001, "num_examples": 1})
@@ -72,6 +79,8 @@ async def device(client: httpx.AsyncClient, stats: Stats) -> None:
         if task.status_code == 410:
             return
         if task.status_code != 200:
+            if task.status_code == 599:
+                await asyncio.sleep(0.5)
             continue
         task_id = task.json()["task_id"]
         model = await stats.call(client, "GET", f"/v1/tasks/{task_id}/model", headers=auth)
@@ -136,8 +145,13 @@ def main() -> None:
             sampler.cancel()
             return result
 
-        stats, seconds = asyncio.run(both())
-        server.wait(timeout=60)
+        try:
+            stats, seconds = asyncio.run(both())
+            server.wait(timeout=60)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
     lat = sorted(stats.latency)
     p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
     print(f"clients {args.clients}, rounds {args.rounds}, {seconds:.1f} s")

@@ -67,8 +67,11 @@ def cmd_server(args: argparse.Namespace, console: Any) -> int:
         run.stop.set()
 
     app = create_app(run.coord, lifespan, config.deploy.poll_wait_s)
+    # Keep idle connections longer than a device's poll cadence, so clients do not reuse a
+    # connection the server is closing.
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                                           ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key))
+                                           ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
+                                           timeout_keep_alive=120))
     scheme = "https" if args.tls_cert else "http"
     console.print(f"fedfit server on {scheme}://{args.host}:{args.port} (state in {args.state}), "
                   f"waiting for {config.num_devices} devices")
