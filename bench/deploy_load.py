@@ -31,7 +31,7 @@ import yaml
 from fedfit.transport.codec import decode, encode
 
 SECRET = "load-secret"
-OK = {200, 204, 410}
+OK = {200, 204, 409, 410}  # 409: a task closed by the round's end (protocol, not an error)
 
 
 def config(clients: int, rounds: int) -> dict[str, object]:
@@ -84,6 +84,8 @@ async def device(client: httpx.AsyncClient, stats: Stats) -> None:
             continue
         task_id = task.json()["task_id"]
         model = await stats.call(client, "GET", f"/v1/tasks/{task_id}/model", headers=auth)
+        if model.status_code != 200:
+            continue
         params = {k: v + 0.001 for k, v in decode(model.content)[0].items()}
         body = encode(params, {"report": report})
         up = await stats.call(client, "POST", f"/v1/tasks/{task_id}/update", content=body,

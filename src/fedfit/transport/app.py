@@ -17,6 +17,7 @@ from fastapi import Depends, FastAPI, Header, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.requests import ClientDisconnect
 
 from fedfit.transport.messages import EnrolResponse, TaskMessage
 from fedfit.transport.rejection import Rejected
@@ -119,11 +120,14 @@ async def capped(request: Request, limit: int) -> bytes:
         raise Rejected(413, "body_too_large", f"body: {declared} bytes declared, limit {limit}")
     chunks, size = [], 0
     stream: AsyncIterator[bytes] = request.stream()
-    async for chunk in stream:
-        size += len(chunk)
-        if size > limit:
-            raise Rejected(413, "body_too_large", f"body: more than {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in stream:
+            size += len(chunk)
+            if size > limit:
+                raise Rejected(413, "body_too_large", f"body: more than {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise Rejected(400, "client_disconnect", "body: the client went away while sending it") from None
     return b"".join(chunks)
 
 
