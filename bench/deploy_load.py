@@ -39,13 +39,13 @@ def config(clients: int, rounds: int) -> dict[str, object]:
             "data": {"dataset": "digits", "partition": {"kind": "iid"}, "max_test_samples": 200},
             "fleet": {"tiers": {"flagship_phone": clients}}, "training": {"batch_size": 1},
             "orchestration": {"rounds": rounds, "clients_per_round": clients},
-            "deploy": {"poll_wait_s": 2.0, "linger_s": 3.0, "heartbeat_timeout_s": 120.0}}
+            "deploy": {"poll_wait_s": 2.0, "linger_s": 15.0, "heartbeat_timeout_s": 120.0}}
 
 
 class Stats:
     def __init__(self) -> None:
         self.latency: list[float] = []
-        self.checkins = self.uploads = self.errors = 0
+        self.checkins = self.uploads = self.errors = self.finished = 0
         self.first_error = ""
 
     async def call(self, client: httpx.AsyncClient, method: str, url: str, **kw: object) -> httpx.Response:
@@ -71,17 +71,21 @@ async def device(client: httpx.AsyncClient, stats: Stats) -> None:
     auth = {"Authorization": f"Bearer {enrolled.json()['token']}"}
     report = json.dumps({"samples_processed": 1, "steps": 1, "micro_batch": 1, "accumulation_steps": 1,
                          "train_loss": 1.0, "duration_s": 0.001, "num_examples": 1})
-    while True:
+    failures = 0
+    while failures < 20:  # the server gone for good (it exits after its run): stop
         await stats.call(client, "POST", "/v1/heartbeat", content='{"free_memory_bytes": 1000000000}',
                          headers=auth | {"Content-Type": "application/json"})
         task = await stats.call(client, "GET", "/v1/task", params={"wait_s": 2.0}, headers=auth)
         stats.checkins += 2
         if task.status_code == 410:
+            stats.finished += 1
             return
         if task.status_code != 200:
-            if task.status_code == 599:
+            failures = failures + 1 if task.status_code == 599 else 0
+            if failures:
                 await asyncio.sleep(0.5)
             continue
+        failures = 0
         task_id = task.json()["task_id"]
         model = await stats.call(client, "GET", f"/v1/tasks/{task_id}/model", headers=auth)
         if model.status_code != 200:
@@ -157,6 +161,7 @@ def main() -> None:
     lat = sorted(stats.latency)
     p50, p99 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
     print(f"clients {args.clients}, rounds {args.rounds}, {seconds:.1f} s")
+    print(f"clients told the run finished {stats.finished}/{args.clients} (the rest saw the server exit)")
     print(f"requests {len(lat)}, errors {stats.errors}{' (' + stats.first_error + ')' if stats.errors else ''}")
     print(f"check-ins/s {stats.checkins / seconds:.1f}, uploads/s {stats.uploads / seconds:.1f} "
           f"(uploads accepted {stats.uploads})")
