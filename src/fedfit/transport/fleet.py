@@ -11,7 +11,9 @@ sending heartbeats into an ``offline`` failure, so a round never waits for a dea
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,11 +21,9 @@ from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import encode
 from fedfit.transport.messages import plan_record
 from fedfit.transport.state import ServerState, TaskRecord
-from fedfit.types import DeviceProfile, DeviceState, Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan
-from fedfit.types import Link, Thermal
-
-import json
-import uuid
+from fedfit.types import (
+    DeviceProfile, DeviceState, Failure, FailureCause, Link, Params, TaskCost, TaskResult, Thermal, TrainPlan,
+)
 
 _NO_COST = TaskCost(0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0.0)
 
