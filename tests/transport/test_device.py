@@ -103,3 +103,26 @@ def test_the_async_orchestrator_runs_over_the_same_fleet(tmp_path: Path) -> None
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 3 and run.store.progress().version == 3
     assert sum(e.applied_version is not None for e in run.store.journal()) >= 6  # 3 versions × a buffer of 2
+
+
+def test_local_data_from_an_npz_is_checked_against_the_model(tmp_path: Path) -> None:
+    import numpy as np
+
+    from fedfit.errors import DataError
+    from fedfit.models import ModelSpec
+    from fedfit.transport.device import local_data
+
+    config, spec = parse_config(tiny()), ModelSpec("logreg", (1, 8, 8), 10)
+    good = tmp_path / "good.npz"
+    np.savez(good, x=np.zeros((5, 1, 8, 8), dtype=np.float32), y=np.array([0, 1, 2, 3, 9]))
+    x, y = local_data(config, spec, DeviceOptions(data=good))
+    assert tuple(x.shape) == (5, 1, 8, 8) and y.tolist() == [0, 1, 2, 3, 9]
+    for name, arrays in {"shape": {"x": np.zeros((5, 64)), "y": np.zeros(5)},
+                         "labels": {"x": np.zeros((2, 1, 8, 8)), "y": np.array([0, 10])},
+                         "keys": {"images": np.zeros((2, 1, 8, 8))}}.items():
+        bad = tmp_path / f"{name}.npz"
+        np.savez(bad, **arrays)  # type: ignore[arg-type]
+        with pytest.raises(DataError, match=str(bad)):
+            local_data(config, spec, DeviceOptions(data=bad))
+    with pytest.raises(DataError, match="--shard"):
+        local_data(config, spec, DeviceOptions(shard=(0, 3)))

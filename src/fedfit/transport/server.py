@@ -144,7 +144,8 @@ class ServerRun:
         r = outcome.report
         self.coord.status = {"state": "running", "version": version, "accuracy": r.accuracy,
                              "participants_by_tier": r.participants_by_tier, "failures_by_cause": r.failures_by_cause,
-                             "devices_by_tier": _by_tier(fleet), "wall_time_s": round(self.clock.now(), 2)}
+                             "devices_by_tier": _by_tier(fleet), "devices_online": _online(fleet, self.clock.now()),
+                             "wall_time_s": round(self.clock.now(), 2)}
 
     def _finish(self, dep: Deployed, out: RunDirectory, params: Params, history: list[RoundReport]) -> None:
         summary = summarise(history, self.config.evaluation.target_accuracy)
@@ -177,6 +178,10 @@ class ServerRun:
             sent = dep.submodels.outgoing(plan, load_file(str(self.model_path(plan.round))))
             flying.append(InFlight(task.task_id, plan, sent, encode(sent), self.clock.now()))
         fleet.restore(queued, flying)
+
+
+def _online(fleet: NetworkFleet, now_s: float) -> int:
+    return sum(fleet.snapshot(d, now_s).online for d in fleet.device_ids())
 
 
 def _by_tier(fleet: NetworkFleet) -> dict[str, int]:
