@@ -126,3 +126,15 @@ def test_local_data_from_an_npz_is_checked_against_the_model(tmp_path: Path) -> 
             local_data(config, spec, DeviceOptions(data=bad))
     with pytest.raises(DataError, match="--shard"):
         local_data(config, spec, DeviceOptions(shard=(0, 3)))
+
+
+def test_sub_models_and_partial_training_run_deployed(tmp_path: Path) -> None:
+    # Half-width sub-models of an MLP, partial-parameter training (element masks travel with the
+    # update) and FedNova: the strategies run from the same config keys as in simulation.
+    raw = tiny(model={"name": "mlp"}, width={"mode": "fixed", "fixed": 0.5}, aggregation={"fednova": True},
+               memory={"mode": "all", "techniques": ["partial"], "partial": {"keep_fraction": 0.5}})
+    run, codes = deployed_run(tmp_path, raw, [DeviceOptions(shard=(0, 2)), DeviceOptions(shard=(1, 2))])
+    assert codes == [0, 0] and run.store.progress().version == 2
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert events and all(e["ok"] and e["width"] == 0.5 and e["techniques"] == ["partial"] for e in events)
+    assert all(e.applied_version is not None for e in run.store.journal())
