@@ -5,7 +5,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FMNIST_DIR := /usr/share/datasets/fashion-mnist
 
-.PHONY: run test setup data bench clean
+.PHONY: run test setup data bench clean demo
 
 setup: $(STAMP)
 
@@ -36,6 +36,10 @@ test: setup data
 
 bench: setup data
 	$(VPY) bench/overhead.py
+
+# Real deployment on loopback: a server and four device processes (examples/deploy.yaml).
+demo: setup data
+	PY=$(VPY) examples/deploy_demo.sh examples/deploy.yaml runs/deploy_demo
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -33,6 +33,7 @@ from fedfit.report.lock import make_run_dir
 from fedfit.autoconfig import names_no_strategy
 from fedfit.strategies import TUNED, apply_strategy
 from fedfit.tuning import GridResult, tune
+from fedfit.transport.commands import add_parsers as add_deploy_parsers
 
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
@@ -338,6 +339,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_devices)
     _add_run_dir_commands(sub)
+    add_deploy_parsers(sub)
     return p
 
 

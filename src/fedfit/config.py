@@ -516,6 +516,15 @@ class DynamiteConfig(_Section):
         if self.mode != "off" and self.budget_time_s is None and self.budget_energy_j is None:
             raise ValueError("budget_time_s: set it or budget_energy_j (DYNAMITE plans against a budget)")
         return self
+class DeployConfig(_Section):
+    """Real deployment (``fedfit server`` / ``fedfit device``): request limits and timeouts."""
+
+    max_body_bytes: Annotated[int, Field(gt=0)] = 64 * 2**20
+    max_update_norm: Annotated[float, Field(gt=0)] = 1e4
+    heartbeat_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    task_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    poll_wait_s: Annotated[float, Field(gt=0, le=60)] = 10.0
+    linger_s: Annotated[float, Field(ge=0)] = 3.0
 
 
 class ExperimentConfig(_Section):
@@ -541,6 +550,7 @@ class ExperimentConfig(_Section):
     attack: AttackConfig = AttackConfig()
     privacy: PrivacyConfig = PrivacyConfig()
     dynamite: DynamiteConfig = DynamiteConfig()
+    deploy: DeployConfig = DeployConfig()
     strategies: dict[str, dict[str, Any]] = {}
     auto: AutoConfig = AutoConfig()
 

@@ -38,6 +38,7 @@ from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
 from fedfit.orchestration.cohort import Cohort, enrol
 from fedfit.orchestration.liveness import Liveness
+from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncConfig, SyncOrchestrator
 from fedfit.cost.dp_memory import per_sample_gradient_costs
@@ -348,7 +349,7 @@ def _rule(config: ExperimentConfig) -> AggregationRule:
         fednova=LocalSolver(t.momentum, t.lr * t.proximal_mu) if a.fednova else None)
 
 
-def _orchestrator(config: ExperimentConfig, fleet: SimulatedFleet, planner: Planner, predictor: TaskPredictor,
+def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, predictor: TaskPredictor,
                   evaluator: Callable[[Params], tuple[float, float]], dynamic: DynamicBatchPlanner | None,
                   submodels: SubModelExchange, registry: Registry,
                   observer: RoundObserver | None = None) -> SyncOrchestrator | AsyncOrchestrator:

@@ -12,6 +12,17 @@ from typing import Protocol
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan
 
 
+class Clock(Protocol):
+    """Where a fleet's event times come from: the event queue's virtual time in simulation
+    (:class:`~fedfit.simulation.fleet.SimulatedFleet` stamps results from its cost model), the
+    wall clock in deployment (:class:`~fedfit.transport.clock.WallClock`). The orchestrator reads
+    time only through the fleet's event times, so it cannot tell which one runs."""
+
+    def now(self) -> float:
+        """Seconds since the run started."""
+        ...
+
+
 class Fleet(Protocol):
     """Devices that take training plans and return results as timed events."""
 

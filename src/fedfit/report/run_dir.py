@@ -66,9 +66,10 @@ class RunDirectory:
             except (ValueError, KeyError, TypeError) as exc:
                 raise CheckpointError(f"{path / 'events.jsonl'}: damaged before the checkpoint's end ({exc})") from None
 
-    def log_round(self, report: RoundReport, results: Sequence[TaskResult]) -> None:
-        """Append one round's metrics line and its task events."""
-        self._metrics.write(strict_json(report_record(report)) + "\n")
+    def log_round(self, report: RoundReport, results: Sequence[TaskResult],
+                  extra: dict[str, Any] | None = None) -> None:
+        """Append one round's metrics line (with ``extra`` keys) and its task events."""
+        self._metrics.write(strict_json(report_record(report) | (extra or {})) + "\n")
         for res in results:
             self._events.write(strict_json(event_record(res)) + "\n")
             self._timeline.append(TimelinePoint.of(res))

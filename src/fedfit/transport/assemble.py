@@ -1,0 +1,84 @@
+"""Wiring a deployed run: the same planner, rule, selection and orchestrator as ``fedfit run``,
+over a :class:`~fedfit.transport.fleet.NetworkFleet` of the devices that enrolled.
+
+Each enrolled device's profile is its slot's catalogue tier (``fleet.tiers`` in config order,
+or the tier the device named) with what the device measured on its host laid over it: RAM
+(capped by ``--memory-limit``), cores and FLOP/s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from fedfit.config import ExperimentConfig
+from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
+from fedfit.data import FederatedData
+from fedfit.devices import Registry, TIERS
+from fedfit.experiment import (
+    _dynamic_planner, _evaluator, _orchestrator, _planner, _width_planner, data_kwargs, fleet_profiles,
+)
+from fedfit.models import ModelSpec
+from fedfit.orchestration.asynchronous import AsyncOrchestrator
+from fedfit.orchestration.cohort import enrol
+from fedfit.orchestration.submodels import SubModelExchange
+from fedfit.orchestration.sync import SyncOrchestrator
+from fedfit.simulation.workload import Workload, WorkloadRecipe
+from fedfit.training import OptimizerConfig
+from fedfit.transport.fleet import NetworkFleet
+from fedfit.transport.messages import ProfileReport
+from fedfit.types import DeviceProfile, Params
+
+
+def device_profile(config: ExperimentConfig, slot: int, report: ProfileReport) -> DeviceProfile:
+    """Slot ``slot``'s profile: its tier's values with the host's measurements laid over."""
+    base = TIERS[report.tier] if report.tier is not None and report.tier in TIERS else fleet_profiles(config)[slot]
+    memory = report.memory_limit_bytes or report.total_memory_bytes
+    return dataclasses.replace(base, total_memory_bytes=min(report.total_memory_bytes, memory),
+                               training_memory_bytes=memory, flops_per_s=report.flops_per_s,
+                               cpu_cores=report.cpu_cores)
+
+
+def model_spec(config: ExperimentConfig, input_shape: tuple[int, ...], num_classes: int) -> ModelSpec:
+    return ModelSpec(config.model.name, input_shape, num_classes, config.model.width, config.model.norm,
+                     config.width.scaler)
+
+
+def initial_params(config: ExperimentConfig, spec: ModelSpec) -> Params:
+    """The run's starting model (the same draw as ``fedfit run``)."""
+    torch.manual_seed(config.seed)
+    return {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
+
+
+@dataclass
+class Deployed:
+    spec: ModelSpec
+    workload: Workload
+    orchestrator: SyncOrchestrator | AsyncOrchestrator
+    submodels: SubModelExchange
+    registry: Registry
+
+
+def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[DeviceProfile],
+             num_examples: list[int], data: FederatedData) -> Deployed:
+    """The orchestrator of ``config`` over ``fleet_`` (``data``: the config's, for evaluation)."""
+    t = config.training
+    recipe_data = tuple(sorted(data_kwargs(config).items()))
+    spec = model_spec(config, data.input_shape, data.num_classes)
+    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
+    workload = Workload(WorkloadRecipe(spec, recipe_data, config.seed, optimizer), data)
+    costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
+    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
+    dynamic = _dynamic_planner(config, costs, memory, num_examples)
+    predictor = TaskPredictor(costs, memory, num_examples)
+    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
+    planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
+                             num_examples, costs, memory)
+    registry = enrol(fleet_)
+    orchestrator = _orchestrator(config, fleet_, planner, predictor, _evaluator(workload, config.width.calibration_samples),
+                                 dynamic, submodels, registry)
+    return Deployed(spec, workload, orchestrator, submodels, registry)

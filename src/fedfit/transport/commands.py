@@ -1,0 +1,143 @@
+"""``fedfit server`` and ``fedfit device``: flags to objects (the CLI's I/O edge for deployment)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import torch
+import uvicorn
+from fastapi import FastAPI
+
+from fedfit.config import load_config
+from fedfit.errors import ConfigError
+from fedfit.transport.app import create_app
+from fedfit.transport.client import DeviceClient, Refused
+from fedfit.transport.device import Device, DeviceOptions, local_data, measure_profile
+from fedfit.transport.server import ServerRun
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+
+
+def parse_bytes(text: str) -> int:
+    """``300MB``, ``2GiB``, ``512000`` -> bytes.
+
+    Raises:
+        ConfigError: not a size.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    if m is None or m.group(2).upper() not in _UNITS:
+        raise ConfigError(f"--memory-limit: not a size: {text!r} (e.g. 300MB, 2GiB)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if m is None:
+        raise ConfigError(f"--shard: expected I/N, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _secret(args: argparse.Namespace) -> str:
+    secret = args.secret or os.environ.get("FEDFIT_SECRET", "")
+    if not secret:
+        raise ConfigError("--secret: give the fleet secret (or set FEDFIT_SECRET)")
+    return str(secret)
+
+
+def cmd_server(args: argparse.Namespace, console: Any) -> int:
+    config = load_config(args.config)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise ConfigError("--tls-cert and --tls-key go together")
+    run = ServerRun(config, Path(args.state), _secret(args))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        loop = threading.Thread(target=_run_then_stop, args=(run, server, config.deploy.linger_s), daemon=True)
+        loop.start()
+        yield
+        run.stop.set()
+
+    app = create_app(run.coord, lifespan, config.deploy.poll_wait_s)
+    # Keep idle connections longer than a device's poll cadence, so clients do not reuse a
+    # connection the server is closing.
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                           ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key,
+                                           timeout_keep_alive=120))
+    scheme = "https" if args.tls_cert else "http"
+    console.print(f"fedfit server on {scheme}://{args.host}:{args.port} (state in {args.state}), "
+                  f"waiting for {config.num_devices} devices")
+    server.run()
+    if run.error is not None:
+        print(f"fedfit: error: {run.error}", file=sys.stderr)
+        return 1
+    console.print(f"run finished: {args.state}/run")
+    return 0
+
+
+def _run_then_stop(run: ServerRun, server: uvicorn.Server, linger_s: float) -> None:
+    run.run()
+    run.stop.wait(linger_s)  # devices polling now hear "finished"
+    server.should_exit = True
+
+
+def cmd_device(args: argparse.Namespace, console: Any) -> int:
+    torch.set_num_threads(1)
+    options = DeviceOptions(memory_limit_bytes=parse_bytes(args.memory_limit) if args.memory_limit else None,
+                            shard=parse_shard(args.shard) if args.shard else None,
+                            data=Path(args.data) if args.data else None, tier=args.tier)
+    verify: str | bool = args.ca if args.ca else True
+    with httpx.Client(base_url=args.server, verify=verify, timeout=120.0) as http:  # > the longest long-poll (60 s)
+        client = DeviceClient(http, _secret(args))
+        try:
+            return _device(client, options)
+        except Refused as err:
+            print(f"fedfit: error: server refused: {err}", file=sys.stderr)
+            return 2
+        except httpx.HTTPError as err:
+            print(f"fedfit: error: server unreachable: {err}", file=sys.stderr)
+            return 1
+
+
+def _device(client: DeviceClient, options: DeviceOptions) -> int:
+    body = client.config()
+    device = Device(client, options)
+    config, spec = device.read_config(body)
+    x, y = local_data(config, spec, options)
+    profile = measure_profile(options, len(x))
+    device_id = client.enrol(profile)
+    device.setup(profile)
+    print(f"device {device_id}: enrolled with {len(x)} examples, memory limit {options.memory_limit_bytes}", flush=True)
+    accepted = device.run(x, y)
+    print(f"device {device_id}: run finished, {accepted} updates accepted", flush=True)
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """``server`` and ``device`` subcommands."""
+    s = sub.add_parser("server", help="serve a real federation over HTTP (devices run `fedfit device`)")
+    s.add_argument("config", help="YAML config")
+    s.add_argument("--state", required=True, help="state directory (SQLite, model versions, run directory)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--secret", help="fleet secret devices enrol with (default: $FEDFIT_SECRET)")
+    s.add_argument("--tls-cert", help="TLS certificate (PEM); with --tls-key serves HTTPS")
+    s.add_argument("--tls-key", help="TLS private key (PEM)")
+    s.set_defaults(func=cmd_server)
+    d = sub.add_parser("device", help="join a fedfit server as a training device")
+    d.add_argument("--server", required=True, help="server URL, e.g. http://127.0.0.1:8080")
+    d.add_argument("--secret", help="fleet secret (default: $FEDFIT_SECRET)")
+    d.add_argument("--shard", help="train on shard I/N of the config's data set")
+    d.add_argument("--data", help="local data: .npz with x (n, *input_shape) float and y (n,) int labels")
+    d.add_argument("--memory-limit", help="memory offered to training, e.g. 300MB (minus this process's RSS)")
+    d.add_argument("--tier", help="catalogue tier this device stands in for (default: its slot's)")
+    d.add_argument("--ca", help="CA certificate (PEM) to verify the server's TLS certificate")
+    d.set_defaults(func=cmd_device)
