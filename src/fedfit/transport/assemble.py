@@ -20,7 +20,7 @@ from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData
 from fedfit.devices import Registry, TIERS
 from fedfit.experiment import (
-    _dynamic_planner, _evaluator, _orchestrator, _planner, _width_planner, data_kwargs, fleet_profiles,
+    _dynamic_planner, _evaluator, _orchestrator, _planner, _width_planner, _with_history, data_kwargs, fleet_profiles,
 )
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator
@@ -72,13 +72,14 @@ def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[Devi
     optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
     workload = Workload(WorkloadRecipe(spec, recipe_data, config.seed, optimizer), data)
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
-    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes)
+    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
+                         step_temporaries=optimizer.step_temporaries)
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
-    planner = _width_planner(config, _planner(config, predictor, dynamic, costs, memory, spec), profiles,
-                             num_examples, costs, memory)
-    registry = enrol(fleet_)
+    registry = enrol(fleet_)  # first plans from each profile's suggestion, later ones from its reports
+    planner = _width_planner(config, _planner(config, predictor, _with_history(dynamic, registry), costs, memory,
+                                              spec), profiles, num_examples, costs, memory)
     orchestrator = _orchestrator(config, fleet_, planner, predictor, _evaluator(workload, config.width.calibration_samples),
                                  dynamic, submodels, registry)
     return Deployed(spec, workload, orchestrator, submodels, registry)
