@@ -11,6 +11,11 @@ vector (60,000 samples, 10 classes, alpha 0.5) over N devices, seconds.
 
     PYTHONPATH=src .venv/bin/python bench/scale.py checkpoint --devices 10000 100000
     PYTHONPATH=src .venv/bin/python bench/scale.py partition --devices 10000 60000
+    PYTHONPATH=src .venv/bin/python bench/scale.py threads --threads 1 2
+
+``threads``: a whole small run (digits, MLP, 10 of 20 devices per round, 5 rounds) with
+``simulation.torch_threads`` set to each value; wall seconds per client update (training,
+aggregation and evaluation of rounds 2-5 over their updates).
 """
 
 from __future__ import annotations
@@ -91,11 +96,33 @@ def bench_partition(devices: int) -> dict[str, float]:
     return {"devices": devices, "seconds": seconds, "min_samples": min(sizes), "max_samples": max(sizes)}
 
 
+def bench_threads(torch_threads: int | str, rounds: int = 5) -> dict[str, float]:
+    """Wall seconds per client update of a whole run (digits, MLP, 10 of 20 devices per round)."""
+    from fedfit.config import parse_config
+    from fedfit.runner import run
+
+    config = parse_config({"seed": 0, "data": {"dataset": "digits"}, "model": {"name": "mlp"},
+                           "fleet": {"tiers": {"flagship_phone": 10, "midrange_phone": 10}},
+                           "orchestration": {"rounds": rounds, "clients_per_round": 10},
+                           "simulation": {"torch_threads": torch_threads},
+                           "output": {"plots": False, "progress": False}})
+    ends: list[float] = []
+    result = run(config, None, lambda outcome: ends.append(time.perf_counter()))
+    updates = sum(sum(r.participants_by_tier.values()) for r in result.reports[1:])  # round 1 warms up
+    return {"torch_threads": torch_threads, "updates": updates, "s_per_update": (ends[-1] - ends[0]) / updates,
+            "final_accuracy": result.reports[-1].accuracy}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("checkpoint", "partition"))
+    parser.add_argument("what", choices=("checkpoint", "partition", "threads"))
     parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
     args = parser.parse_args()
+    if args.what == "threads":
+        for setting in args.threads:
+            print(bench_threads(int(setting) if setting.isdigit() else setting), flush=True)
+        return
     for n in args.devices:
         row = bench_checkpoint(n) if args.what == "checkpoint" else bench_partition(n)
         print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
