@@ -187,6 +187,8 @@ def conforms(value: Any, hint: Any) -> bool:
         if not isinstance(value, tuple):
             return False
         if len(args) == 2 and args[1] is Ellipsis:
+            if isinstance(args[0], type) and args[0] not in (int, float):  # a registry's entries: fast
+                return all(isinstance(v, args[0]) for v in value)
             return all(conforms(v, args[0]) for v in value)
         return not args or (len(args) == len(value) and all(map(conforms, value, args)))
     if origin in (list, Sequence):
