@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
+from safetensors import safe_open
 
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import run
-from fedfit.simulation import checkpoint
+from fedfit.simulation import checkpoint, columns
 from fedfit.simulation.checkpoint import config_digest
 
 pytestmark = pytest.mark.slow
@@ -35,6 +36,10 @@ SYNC_STALE = {"orchestration": {"rounds": 8, "clients_per_round": 3, "deadline_s
               "selection": {"kind": "oort"}, "aggregation": {"participation": {"kind": "interval"}},
               "fleet": {"tiers": {"flagship_phone": 8, "older_phone": 5, "smartwatch": 3}},
               "width": {"mode": "capability", "deadline_s": 1.0, "elastic": True, "elastic_quantile": 0.2}}
+
+#: Past :data:`fedfit.simulation.columns.MIN_ROWS` devices: the registry goes as columns.
+MANY = {**SYNC_STALE, "model": {"name": "logreg"},
+        "fleet": {"tiers": {"flagship_phone": 40, "older_phone": 30, "smartwatch": 20}}}
 
 
 def _config(sections: dict[str, Any]) -> ExperimentConfig:
@@ -78,7 +83,8 @@ def _assert_same_run(resumed: Path, unbroken: Path) -> None:
     assert summary[0] == summary[1]
 
 
-@pytest.mark.parametrize("sections", [ASYNC, SYNC_STALE], ids=["async-fedbuff-width", "sync-stale-oort"])
+@pytest.mark.parametrize("sections", [ASYNC, SYNC_STALE, MANY],
+                         ids=["async-fedbuff-width", "sync-stale-oort", "sync-90-devices-as-columns"])
 def test_run_killed_and_resumed_in_a_new_process_equals_the_unbroken_run(sections: dict[str, Any],
                                                                          tmp_path: Path) -> None:
     config = _config(sections)
@@ -88,6 +94,8 @@ def test_run_killed_and_resumed_in_a_new_process_equals_the_unbroken_run(section
     saved = checkpoint.load(tmp_path / "resumed")
     assert saved.rounds_done == 4 and len(_metrics(tmp_path / "resumed")) == 5
     assert saved.fleet.pending, "the checkpoint should hold tasks in flight"
+    state = safe_open(str(tmp_path / "resumed" / checkpoint.FILENAME), framework="pt").get_tensor(checkpoint.STATE_KEY)
+    assert ('"$c"' in bytes(state.numpy()).decode()) == (len(saved.registry) >= columns.MIN_ROWS)
 
     done = _cli("resume", str(tmp_path / "resumed"))
 

@@ -314,10 +314,16 @@ class EvaluationConfig(_Section):
 
 
 class SimulationConfig(_Section):
-    """How device training is executed (never changes virtual times or results)."""
+    """How device training is executed (never changes virtual times or results).
+
+    ``workers``: pool processes (``"auto"``: one per core). ``torch_threads``: the driver's
+    intra-op threads for evaluation and aggregation (``"auto"``: 1); training always runs on one
+    intra-op thread per task (:mod:`fedfit.simulation.threads`).
+    """
 
     executor: Literal["local", "process"] = "local"
-    workers: PositiveInt = 2
+    workers: PositiveInt | Literal["auto"] = 2
+    torch_threads: PositiveInt | Literal["auto"] = "auto"
 
 
 class OutputConfig(_Section):

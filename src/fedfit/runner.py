@@ -44,6 +44,7 @@ from fedfit.security.report import security_summary
 from fedfit.report.stream import with_stream_metrics
 from fedfit.simulation import checkpoint
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
+from fedfit.simulation.threads import driver_threads, pinned
 from fedfit.training import evaluate
 from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.types import Params, RoundReport
@@ -167,7 +168,7 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
            saved: Checkpoint | None, on_phase: OnPhase | None, sources: UserSources | None = None) -> RunResult:
     phase = on_phase or (lambda name: None)
     every, total = config.output.checkpoint_every, config.orchestration.rounds
-    with built(config, sources) as exp, ExitStack() as stack:
+    with pinned(driver_threads(config.simulation.torch_threads)), built(config, sources) as exp, ExitStack() as stack:
         _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
         reports = list(saved.reports) if saved else []

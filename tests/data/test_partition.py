@@ -148,3 +148,26 @@ def test_same_seed_same_split_other_seed_other_split(
 def test_impossible_requests_raise_data_error(request_split: Callable[[], object]) -> None:
     with pytest.raises(DataError):
         request_split()
+
+
+def test_top_up_takes_from_the_first_largest_device_in_device_order() -> None:
+    from fedfit.data.partition import _top_up
+
+    parts = [np.array([], dtype=np.int64), np.arange(10, 15), np.arange(20, 25), np.array([30])]
+
+    after = _top_up(parts, 2, np.random.default_rng(0))
+
+    # device 0 needs 2: device 1 is the first of the two largest (5) and can spare 3 -> sizes 2, 3, 5, 1;
+    # device 3 needs 1: device 2 is now the largest -> sizes 2, 3, 4, 2.
+    assert [len(p) for p in after] == [2, 3, 4, 2]
+    assert set(after[0]) <= set(range(10, 15)) and set(after[3]) - {30} <= set(range(20, 25))
+    assert sorted(np.concatenate(after).tolist()) == [*range(10, 15), *range(20, 25), 30]
+
+
+def test_dirichlet_over_twenty_thousand_devices_covers_and_fills_every_one() -> None:
+    labels = np.random.default_rng(0).integers(0, 10, 40_000)
+
+    parts = dirichlet(labels, 20_000, 0.5, seed=0, min_per_device=2)
+
+    _assert_exact_cover(parts, 40_000)
+    assert all(len(part) == 2 for part in parts)  # 40,000 samples, 2 each: every device topped up exactly

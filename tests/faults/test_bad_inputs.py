@@ -214,13 +214,14 @@ def test_out_is_in_use(copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 
 def _rewrite(run_dir: Path, edit: Callable[[Any, dict[str, torch.Tensor]], Any],
              meta: Callable[[dict[str, str]], None] | None = None) -> None:
-    """Rewrite the checkpoint with ``edit(json, tensors)`` applied to its metadata JSON."""
+    """Rewrite the checkpoint with ``edit(json, tensors)`` applied to its state JSON."""
     path = run_dir / checkpoint.FILENAME
     with safe_open(str(path), framework="pt") as f:
         metadata = dict(f.metadata())
         tensors = {k: f.get_tensor(k) for k in f.keys()}
-    data = edit(json.loads(metadata["fedfit_checkpoint"]), tensors)
-    metadata["fedfit_checkpoint"] = data if isinstance(data, str) else json.dumps(data)
+    data = edit(json.loads(bytes(tensors[checkpoint.STATE_KEY].numpy()).decode()), tensors)
+    text = data if isinstance(data, str) else json.dumps(data)
+    tensors[checkpoint.STATE_KEY] = torch.frombuffer(bytearray(text.encode()), dtype=torch.uint8)
     if meta:
         meta(metadata)
     save_file(tensors, str(path), metadata=metadata)

@@ -83,3 +83,23 @@ def test_config_digest_ignores_round_count_executor_and_output_only() -> None:
     other_seed = parse_config({**raw, "seed": 1})
     assert config_digest(longer.model_dump(mode="json")) == base
     assert config_digest(other_seed.model_dump(mode="json")) != base
+
+
+def test_a_format_1_checkpoint_with_its_state_in_the_header_still_loads(tmp_path: Path) -> None:
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    fleet, initial = _dispatched()
+    expected = _saved(tmp_path, fleet, initial)  # three devices: no columns, as format 1 had none
+    path = tmp_path / checkpoint.FILENAME
+    with safe_open(str(path), framework="pt") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    state = bytes(tensors.pop(checkpoint.STATE_KEY).numpy()).decode()
+    save_file(tensors, str(path), metadata={"format": "1", "fedfit_checkpoint": state})
+
+    loaded = checkpoint.load(tmp_path)
+
+    assert loaded.fleet.consumed_j == expected.fleet.consumed_j and len(loaded.fleet.pending) == 3
+    save_file(tensors, str(path), metadata={"format": "2"})  # format 2 without its state tensor
+    with pytest.raises(CheckpointError, match="not a fedfit checkpoint of format 2"):
+        checkpoint.load(tmp_path)

@@ -17,6 +17,8 @@ index exactly once.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from fedfit.errors import DataError
@@ -72,15 +74,22 @@ def dirichlet(
         raise DataError(f"dirichlet partition needs min_per_device >= 0, got {min_per_device}")
     _check_counts(len(labels), num_devices, per_device=min_per_device)
     rng = np.random.default_rng(seed)
-    parts: list[list[np.ndarray]] = [[] for _ in range(num_devices)]
+    samples, owners = [], []
     for label in np.unique(labels):
         members = rng.permutation(np.flatnonzero(labels == label))
         proportions = rng.dirichlet(np.full(num_devices, alpha))
         cuts = (np.cumsum(proportions)[:-1] * len(members)).astype(np.int64)
-        for device, piece in enumerate(np.split(members, cuts)):
-            parts[device].append(piece)
-    merged = [np.concatenate(pieces).astype(np.int64) for pieces in parts]
+        samples.append(members)  # the i-th member goes to the device whose cut range holds i
+        owners.append(np.searchsorted(cuts, np.arange(len(members)), side="right"))
+    merged = _group(np.concatenate(samples).astype(np.int64), np.concatenate(owners), num_devices)
     return [np.sort(part) for part in _top_up(merged, min_per_device, rng)]
+
+
+def _group(samples: np.ndarray, owners: np.ndarray, num_devices: int) -> list[np.ndarray]:
+    """``samples`` split by owner, each device's in their order in ``samples`` (linear-time
+    counting sort, where one ``np.split`` per class and device would cost classes × devices)."""
+    order = np.argsort(owners, kind="stable")
+    return np.split(samples[order], np.cumsum(np.bincount(owners, minlength=num_devices))[:-1])
 
 
 def shards(
@@ -120,15 +129,23 @@ def shards(
 def _top_up(
     parts: list[np.ndarray], min_per_device: int, rng: np.random.Generator
 ) -> list[np.ndarray]:
-    """Move random samples from the largest device to each device below ``min_per_device``."""
+    """Move random samples from the largest device (the first, among equals) to each device
+    below ``min_per_device``, in device order. The largest is kept in a heap, so the cost is
+    ``O(log n)`` plus the donor's size per move rather than a scan of every device."""
     parts = list(parts)
+    largest = [(-len(part), device) for device, part in enumerate(parts)]
+    heapq.heapify(largest)
     for device in range(len(parts)):
         while len(parts[device]) < min_per_device:
-            donor = int(np.argmax([len(part) for part in parts]))
+            while -largest[0][0] != len(parts[largest[0][1]]):  # a stale size: drop it
+                heapq.heappop(largest)
+            donor = largest[0][1]
             movable = min(min_per_device - len(parts[device]), len(parts[donor]) - min_per_device)
             taken = rng.choice(len(parts[donor]), size=movable, replace=False)
             parts[device] = np.concatenate([parts[device], parts[donor][taken]])
             parts[donor] = np.delete(parts[donor], taken)
+            for changed in (device, donor):
+                heapq.heappush(largest, (-len(parts[changed]), changed))
     return parts
 
 

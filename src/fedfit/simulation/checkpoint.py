@@ -1,8 +1,12 @@
 """A simulated run's checkpoint: everything needed to continue it in a new process.
 
 One file, ``checkpoint.safetensors`` in the run directory: its tensors (content-addressed, so
-the model one version sends to fifty devices is stored once) and, in the file's metadata, the
-JSON of the rest (:mod:`fedfit.simulation.codec`). It holds the server's state (sync or async),
+the model one version sends to fifty devices is stored once) and, as one more tensor of UTF-8
+bytes (``fedfit_state``), the JSON of the rest (:mod:`fedfit.simulation.codec`). The registry
+and any other long run of one dataclass go as columns (:mod:`fedfit.simulation.columns`):
+tensors plus small tables, so size and save time grow by tens of bytes and microseconds per
+device and the safetensors header (capped at 100 MB by the library) stays a few kilobytes at
+any fleet size. Format-1 files (the JSON in the header) still load. It holds the server's state (sync or async),
 the fleet's tasks in flight with their starting parameters and energy spent, the sub-model
 exchange's pending maps and channel statistics, elastic width's pools, the registry (devices'
 reported states and task history, Oort's feedback among it), the reports so far and
@@ -12,7 +16,7 @@ seed, so they are not stored.
 The file is written beside the old one and renamed over it: a run killed at any moment leaves
 either the previous checkpoint or the new one whole, never a torn file.
 
-Loading trusts nothing: the metadata is capped at :data:`MAX_META_BYTES`, decoded with the
+Loading trusts nothing: the state is capped at :data:`MAX_META_BYTES`, decoded with the
 codec's depth cap and field type checks, every floating tensor must be finite, and no clock or
 log size may be negative; :func:`check_run` checks that a run's checkpoint hangs together (as
 many reports as the server's rounds or versions). Anything else is one
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
@@ -49,9 +54,11 @@ from fedfit.types import (
 )
 
 FILENAME = "checkpoint.safetensors"
-FORMAT = 1
-#: Largest metadata (the JSON of everything but tensors) a checkpoint may hold.
+FORMAT = 2
+#: Largest state (the JSON of everything but tensors) a checkpoint may hold.
 MAX_META_BYTES = 256 << 20
+#: The tensor that holds the state's JSON as UTF-8 bytes (content keys are 32 hex digits).
+STATE_KEY = "fedfit_state"
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -104,15 +111,16 @@ def config_digest(config: dict[str, Any]) -> str:
 def save(directory: Path, checkpoint: Checkpoint) -> Path:
     """Write ``checkpoint`` to ``directory/checkpoint.safetensors`` atomically; returns the path."""
     tensors: dict[str, Any] = {}
-    state = _CODEC.encode(checkpoint, tensors)
-    meta = {"fedfit_checkpoint": json.dumps(state), "format": str(FORMAT)}
+    state = json.dumps(_CODEC.encode(checkpoint, tensors), separators=(",", ":")).encode()
+    tensors[STATE_KEY] = torch.frombuffer(bytearray(state), dtype=torch.uint8)
+    meta = {"format": str(FORMAT)}
     path = directory / FILENAME
     atomic.write_with(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
     return path
 
 
 def load(directory: Path) -> Checkpoint:
-    """The checkpoint in ``directory``.
+    """The checkpoint in ``directory`` (of this format, or of format 1: the state in the header).
 
     Raises:
         CheckpointError: no checkpoint there, or it is damaged or of another format.
@@ -123,31 +131,49 @@ def load(directory: Path) -> Checkpoint:
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-            tensors = {key: f.get_tensor(key) for key in f.keys()}
+            keys = list(f.keys())
+            state = f.get_slice(STATE_KEY) if STATE_KEY in keys else None
+            if state is not None and state.get_shape()[0] > MAX_META_BYTES:
+                raise CheckpointError(f"{path}: state larger than {MAX_META_BYTES} bytes")
+            tensors = {key: f.get_tensor(key) for key in keys}
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: unreadable checkpoint ({exc})") from exc
-    if meta.get("format") != str(FORMAT) or "fedfit_checkpoint" not in meta:
+    text = _state_text(meta, tensors)
+    if text is None:
         raise CheckpointError(f"{path}: not a fedfit checkpoint of format {FORMAT}")
     try:
-        value = _decode(meta["fedfit_checkpoint"], tensors)
+        value = _decode(text, tensors)
         _check(value)
     except CheckpointError as exc:
         raise CheckpointError(f"{path}: {exc}") from None
     return value
 
 
+def _state_text(meta: dict[str, str], tensors: dict[str, Any]) -> str | None:
+    """The JSON state of a checkpoint (popped from ``tensors``); ``None``: not a fedfit checkpoint."""
+    if meta.get("format") == "1" and "fedfit_checkpoint" in meta:
+        return meta["fedfit_checkpoint"]
+    state = tensors.pop(STATE_KEY, None)
+    if meta.get("format") != str(FORMAT) or state is None or state.dtype != torch.uint8 or state.dim() != 1:
+        return None
+    try:
+        return bytes(state.numpy()).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _decode(text: str, tensors: dict[str, Any]) -> Checkpoint:
     if len(text) > MAX_META_BYTES:
-        raise CheckpointError(f"metadata larger than {MAX_META_BYTES} bytes")
+        raise CheckpointError(f"state larger than {MAX_META_BYTES} bytes")
     for key, tensor in tensors.items():
         if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
             raise CheckpointError(f"tensor {key} holds NaN or infinite values")
     try:
         data = json.loads(text)
     except RecursionError:
-        raise CheckpointError("metadata nested too deeply") from None
+        raise CheckpointError("state nested too deeply") from None
     except ValueError as exc:
-        raise CheckpointError(f"metadata is not valid JSON ({exc})") from None
+        raise CheckpointError(f"state is not valid JSON ({exc})") from None
     value = _CODEC.decode(data, tensors)
     if not isinstance(value, Checkpoint):
         raise CheckpointError(f"holds a {type(value).__name__}, not a checkpoint")

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from fedfit.errors import CheckpointError
+from fedfit.simulation import columns
 
 #: JSON-ready data.
 Json = Any
@@ -57,7 +58,9 @@ class Codec:
         if value is None or isinstance(value, bool | int | float | str):
             return value
         if isinstance(value, torch.Tensor):
-            return {"$x": _store(value, tensors)}
+            return {"$x": store(value, tensors)}
+        if columns.columnar(value) is not None:
+            return columns.encode(self, value, tensors)
         if isinstance(value, tuple):
             return {"$t": [self.encode(v, tensors) for v in value]}
         if isinstance(value, list):
@@ -102,6 +105,8 @@ class Codec:
             if not isinstance(body, str) or body not in tensors:
                 raise CheckpointError(f"checkpoint tensor {str(body)[:40]} is missing from the tensor file")
             return tensors[body]
+        if marker == "$c":
+            return columns.decode(self, body, tensors, depth)
         if marker == "$e":
             name, value = _list(body, 2)
             return self._type(name)(value)
@@ -115,9 +120,22 @@ class Codec:
             return cls(**values)
         raise CheckpointError(f"unknown checkpoint marker {str(marker)[:20]!r}")
 
-    def _type(self, name: str) -> Any:
-        if name not in self._types:
-            raise CheckpointError(f"checkpoint names type {name!r}, which fedfit does not restore")
+    @property
+    def max_depth(self) -> int:
+        """Deepest nesting a decoded value may have."""
+        return MAX_DEPTH
+
+    def type_named(self, name: object) -> Any:
+        """The registered type called ``name``; :class:`CheckpointError` for any other."""
+        return self._type(name)
+
+    def type_name(self, cls: type) -> str:
+        """The name ``cls`` is stored under; ``TypeError`` unless it is registered."""
+        return self._name(cls)
+
+    def _type(self, name: object) -> Any:
+        if not isinstance(name, str) or name not in self._types:
+            raise CheckpointError(f"checkpoint names type {str(name)[:40]!r}, which fedfit does not restore")
         return self._types[name]
 
     def _name(self, cls: type) -> str:
@@ -142,7 +160,7 @@ def _check_fields(cls: Any, values: dict[str, Any]) -> None:
     for name, value in values.items():
         hint = hints.get(name)
         if hint is not None and not conforms(value, hint):
-            raise CheckpointError(f"checkpoint field {cls.__name__}.{name}: expected {_show(hint)}, "
+            raise CheckpointError(f"checkpoint field {cls.__name__}.{name}: expected {show(hint)}, "
                                   f"got {type(value).__name__}")
 
 
@@ -169,6 +187,8 @@ def conforms(value: Any, hint: Any) -> bool:
         if not isinstance(value, tuple):
             return False
         if len(args) == 2 and args[1] is Ellipsis:
+            if isinstance(args[0], type) and args[0] not in (int, float):  # a registry's entries: fast
+                return all(isinstance(v, args[0]) for v in value)
             return all(conforms(v, args[0]) for v in value)
         return not args or (len(args) == len(value) and all(map(conforms, value, args)))
     if origin in (list, Sequence):
@@ -181,11 +201,11 @@ def conforms(value: Any, hint: Any) -> bool:
     return True
 
 
-def _show(hint: Any) -> str:
+def show(hint: Any) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
-def _store(tensor: torch.Tensor, tensors: dict[str, torch.Tensor]) -> str:
+def store(tensor: torch.Tensor, tensors: dict[str, torch.Tensor]) -> str:
     """Add ``tensor`` under its content key (dtype, shape and bytes) and return the key."""
     t = tensor.detach().cpu().contiguous()
     digest = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())

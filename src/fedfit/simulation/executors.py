@@ -19,6 +19,9 @@ import threading
 import time
 from typing import Protocol
 
+import torch
+
+from fedfit.simulation.threads import Auto, pool_workers
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
 from fedfit.types import Update
 
@@ -74,6 +77,7 @@ PARENT_CHECK_S = 0.25
 def _init_worker(recipe: WorkloadRecipe, parent_pid: int) -> None:
     global _WORKER  # noqa: PLW0603 - one workload per worker process, set once at start-up
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
+    torch.set_num_threads(1)  # one intra-op thread per concurrently training device (fedfit.simulation.threads)
     _WORKER = recipe.build()
 
 
@@ -90,11 +94,12 @@ def _run_in_worker(task: TrainTask) -> Update:
 
 
 class ProcessPoolExecutor:
-    """Trains on a pool of worker processes, each holding its own copy of the workload."""
+    """Trains on a pool of worker processes, each holding its own copy of the workload and
+    training on one intra-op thread; ``workers="auto"``: one per core."""
 
-    def __init__(self, recipe: WorkloadRecipe, workers: int) -> None:
+    def __init__(self, recipe: WorkloadRecipe, workers: int | Auto) -> None:
         ctx = multiprocessing.get_context("spawn")
-        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+        self._pool = cf.ProcessPoolExecutor(max_workers=pool_workers(workers), mp_context=ctx,
                                             initializer=_init_worker, initargs=(recipe, os.getpid()))
 
     def submit(self, task: TrainTask) -> Handle:

@@ -17,6 +17,7 @@ from fedfit.data import FederatedData, build_federated_data
 from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.models import ModelSpec
 from fedfit.security.attacks import AttackSpec, poison_data, poison_update
+from fedfit.simulation.threads import pinned
 from fedfit.training import OptimizerConfig, train
 from fedfit.types import Params, TrainPlan, Update
 
@@ -73,11 +74,7 @@ class Workload:
         x, y = local.x, local.y
         if attack.attacks(plan.device_id):  # a simulated malicious device (fedfit.security.attacks)
             x, y = poison_data(attack, plan.device_id, plan.round, x, y, self.data.num_classes)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with pinned(1):  # no set_num_threads call (an OpenMP pool rebuild) when already at one
             update = train(self.module(plan.width), task.params, x, y, plan, seed=self.recipe.seed,
                            optimizer=self.recipe.optimizer)
             return poison_update(attack, update, task.params) if attack.attacks(plan.device_id) else update
-        finally:
-            torch.set_num_threads(threads)

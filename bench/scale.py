@@ -1,0 +1,132 @@
+"""Scale: checkpoints of big fleets and the Dirichlet partitioner at many devices.
+
+``checkpoint``: a registry of N devices (three catalogue tiers, every device reported a state,
+1 % with a task history, as after ten rounds of 100) plus the fleet's energy and a logistic
+regression model, saved and loaded through :mod:`fedfit.simulation.checkpoint`. Reports the
+file's size, save and load seconds, and the size of the same registry as per-value JSON (what
+format 1 put in the safetensors header, which the library caps at 100 MB).
+
+``partition``: :func:`fedfit.data.partition.dirichlet` of a Fashion-MNIST-sized label
+vector (60,000 samples, 10 classes, alpha 0.5) over N devices, seconds.
+
+    PYTHONPATH=src .venv/bin/python bench/scale.py checkpoint --devices 10000 100000
+    PYTHONPATH=src .venv/bin/python bench/scale.py partition --devices 10000 60000
+    PYTHONPATH=src .venv/bin/python bench/scale.py threads --threads 1 2
+
+``threads``: a whole small run (digits, MLP, 10 of 20 devices per round, 5 rounds) with
+``simulation.torch_threads`` set to each value; wall seconds per client update (training,
+aggregation and evaluation of rounds 2-5 over their updates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from fedfit.devices.catalogue import tier
+from fedfit.devices.registry import Registry
+from fedfit.orchestration.sync import SyncState
+from fedfit.simulation import checkpoint, columns
+from fedfit.simulation.checkpoint import _CODEC, Checkpoint
+from fedfit.simulation.fleet import FleetState
+from fedfit.types import DeviceState, Link, Thermal
+
+
+def fleet_registry(devices: int, seed: int = 0) -> Registry:
+    """``devices`` enrolled from three tiers, all reported, 1 % with a task history."""
+    rng = random.Random(seed)
+    registry = Registry()
+    profiles = [tier(name) for name in ("flagship_phone", "midrange_phone", "smartwatch")]
+    for d in range(devices):
+        registry.add(d, profiles[d % 3])
+        registry.report_state(d, DeviceState(
+            free_memory_bytes=rng.randrange(2**28, 2**32), battery_fraction=rng.random(), charging=rng.random() < 0.3,
+            temperature_c=rng.uniform(20, 45), thermal=Thermal.NOMINAL, link=rng.choice([Link.WIFI, Link.CELLULAR]),
+            bandwidth_bps=rng.uniform(1e6, 5e7), online=rng.random() < 0.9), at_s=rng.uniform(0, 3600))
+    for d in rng.sample(range(devices), devices // 100):
+        ok = rng.random() < 0.8
+        registry.record_result(d, ok=ok, cause=None if ok else "deadline", duration_s=rng.uniform(5, 60),
+                               round=rng.randrange(10))
+        if ok:
+            registry.record_batch(d, 16, 1)
+            registry.record_fold(d, rng.randrange(10))
+    return registry
+
+
+def bench_checkpoint(devices: int) -> dict[str, float]:
+    registry = fleet_registry(devices)
+    params = {"linear.weight": torch.randn(10, 784), "linear.bias": torch.zeros(10)}
+    saved = Checkpoint("digest", SyncState(params, round=10, now_s=600.0),
+                       FleetState(tuple(random.Random(1).uniform(0, 50) for _ in range(devices)), ()),
+                       None, {}, registry.entries(), (), (0, 0))
+    with tempfile.TemporaryDirectory() as folder:
+        t0 = time.perf_counter()
+        path = checkpoint.save(Path(folder), saved)
+        save_s, size = time.perf_counter() - t0, path.stat().st_size
+        t0 = time.perf_counter()
+        loaded = checkpoint.load(Path(folder))
+        load_s = time.perf_counter() - t0
+    assert loaded.registry == saved.registry and loaded.fleet == saved.fleet
+    min_rows, columns.MIN_ROWS = columns.MIN_ROWS, devices + 1  # format 1: every value as JSON
+    try:
+        t0 = time.perf_counter()
+        as_json = len(json.dumps(_CODEC.encode(saved.registry, {})))
+        json_s = time.perf_counter() - t0
+    finally:
+        columns.MIN_ROWS = min_rows
+    return {"devices": devices, "file_mb": size / 1e6, "save_s": save_s, "load_s": load_s,
+            "registry_json_mb": as_json / 1e6, "registry_json_encode_s": json_s}
+
+
+def bench_partition(devices: int) -> dict[str, float]:
+    from fedfit.data.partition import dirichlet
+
+    labels = np.random.default_rng(0).integers(0, 10, 60_000)
+    t0 = time.perf_counter()
+    parts = dirichlet(labels, devices, alpha=0.5, seed=0)
+    seconds = time.perf_counter() - t0
+    sizes = [len(p) for p in parts]
+    return {"devices": devices, "seconds": seconds, "min_samples": min(sizes), "max_samples": max(sizes)}
+
+
+def bench_threads(torch_threads: int | str, rounds: int = 5) -> dict[str, float]:
+    """Wall seconds per client update of a whole run (digits, MLP, 10 of 20 devices per round)."""
+    from fedfit.config import parse_config
+    from fedfit.runner import run
+
+    config = parse_config({"seed": 0, "data": {"dataset": "digits"}, "model": {"name": "mlp"},
+                           "fleet": {"tiers": {"flagship_phone": 10, "midrange_phone": 10}},
+                           "orchestration": {"rounds": rounds, "clients_per_round": 10},
+                           "simulation": {"torch_threads": torch_threads},
+                           "output": {"plots": False, "progress": False}})
+    ends: list[float] = []
+    result = run(config, None, lambda outcome: ends.append(time.perf_counter()))
+    updates = sum(sum(r.participants_by_tier.values()) for r in result.reports[1:])  # round 1 warms up
+    return {"torch_threads": torch_threads, "updates": updates, "s_per_update": (ends[-1] - ends[0]) / updates,
+            "final_accuracy": result.reports[-1].accuracy}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("checkpoint", "partition", "threads"))
+    parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
+    args = parser.parse_args()
+    if args.what == "threads":
+        for setting in args.threads:
+            print(bench_threads(int(setting) if setting.isdigit() else setting), flush=True)
+        return
+    for n in args.devices:
+        row = bench_checkpoint(n) if args.what == "checkpoint" else bench_partition(n)
+        print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""How many threads torch gets: fedfit picks them, ``simulation.torch_threads`` overrides.
+
+Small models gain nothing from intra-op parallelism, and on a machine with any other load a
+second intra-op thread waits for a core at every operation's barrier, which makes a client
+update several times slower (bench/RESULTS.md, "Threads"). So fedfit trains each task on one
+intra-op thread (in the driver and in every pool worker; this also makes training bitwise the
+same in any process), and by default (``"auto"``) runs the driver's own work — evaluation,
+aggregation, cost measurement — on one thread too: parallelism comes from devices training
+concurrently (``simulation.executor: process``, one worker per core with ``workers: auto``),
+not from threads inside one small op. A number overrides the driver's count (say, a big model
+evaluated on an idle many-core machine); training stays at one thread per task.
+
+>>> driver_threads("auto"), driver_threads(4)
+(1, 4)
+>>> pool_workers("auto", cores=8), pool_workers(3, cores=8)
+(8, 3)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+import torch
+
+Auto = Literal["auto"]
+
+
+def driver_threads(setting: int | Auto) -> int:
+    """Intra-op threads of the driver process for ``simulation.torch_threads``."""
+    return 1 if setting == "auto" else setting
+
+
+def pool_workers(setting: int | Auto, cores: int | None = None) -> int:
+    """Worker processes for ``simulation.workers``: ``"auto"`` is one per core."""
+    if setting != "auto":
+        return setting
+    return max(1, cores if cores is not None else (os.cpu_count() or 1))
+
+
+@contextmanager
+def pinned(threads: int) -> Iterator[None]:
+    """Run the block with ``threads`` intra-op threads; the caller's count is restored after."""
+    before = torch.get_num_threads()
+    if threads != before:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
