@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fedfit.autoconfig import TIER_FLOOR, names_no_strategy, overrides, resolve
+from fedfit.autoconfig import names_no_strategy, overrides, resolve
 from fedfit.config import ExperimentConfig, parse_config, with_overrides
 from fedfit.experiment import _selector
-from fedfit.policy.auto import DeviceOutlook, decide
+from fedfit.policy.auto import TIER_FLOOR, DeviceOutlook, decide
 from fedfit.policy.selection import DeferringSelector
 from fedfit.policy.stratified import StratifiedSelector, TierFloorSelector
 from tests.policy.test_selection_compute_aware import ready

@@ -15,13 +15,8 @@ from typing import Any
 
 from fedfit.config import ExperimentConfig, with_overrides
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
-from fedfit.policy.auto import AutoDecision, DeviceOutlook, decide
+from fedfit.policy.auto import TIER_FLOOR, AutoDecision, DeviceOutlook, decide
 from fedfit.types import DeviceProfile, DeviceState, TrainPlan
-
-#: Share of every cohort ``auto`` seats across tiers before its compute-aware selector fills the
-#: rest (the participation floor of :class:`~fedfit.policy.stratified.TierFloorSelector`), set
-#: explicitly so auto keeps it whatever the config default becomes.
-TIER_FLOOR = 0.25
 
 #: Keys ``auto`` decides. A config file that sets none of them (nor an ``auto`` section) "names no
 #: strategy", and ``fedfit run`` runs it with ``auto.enabled: true``. A section name stands for
@@ -96,7 +91,7 @@ def overrides(decision: AutoDecision) -> dict[str, Any]:
         "local_work.kind": "fixed" if decision.epoch_budget_s is None else "budget",
         "local_work.budget_s": decision.epoch_budget_s or 10.0, "local_work.min_epochs": 1,
         "local_work.max_epochs": decision.max_epochs, "selection.kind": "compute_aware", "selection.stratify": True,
-        "selection.tier_floor": TIER_FLOOR,
+        "selection.tier_floor": TIER_FLOOR,  # explicit: auto keeps its floor whatever the config says
         "selection.defer.require_batch": decision.defer_unfit,
     }
 
