@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fedfit.autoconfig import names_no_strategy, overrides, resolve
+from fedfit.autoconfig import has_width, names_no_strategy, overrides, resolve
+from fedfit.errors import PlanError
 from fedfit.config import ExperimentConfig, parse_config, with_overrides
 from fedfit.experiment import _selector
 from fedfit.policy.auto import TIER_FLOOR, DeviceOutlook, decide
@@ -66,3 +67,18 @@ def test_auto_invites_a_one_device_tier_at_its_share_and_never_while_offline() -
     # other seats are stratified over the 7 left, the watch's w.p. 3/7: 1/8 + 7/8 · 3/7 = 1/2.
     assert sum(seats) / len(seats) == pytest.approx(0.5, abs=0.04)  # ± 5 σ (σ = 0.5/√4000)
     assert not any(7 in selector.select(offline, 4, seed=1, draw=k, version=0) for k in range(200))
+
+
+def test_a_model_without_a_width_argument_has_no_width_to_scale() -> None:
+    class _Cost:
+        def __init__(self, n: int) -> None:
+            self.num_params = n
+
+    def no_width(w: float) -> _Cost:
+        if w != 1.0:
+            raise PlanError("model m: takes no 'width' argument")
+        return _Cost(100)
+
+    assert has_width(lambda w: _Cost(int(100 * w * w))) is True  # type: ignore[arg-type,return-value]
+    assert has_width(lambda w: _Cost(100)) is False  # type: ignore[arg-type,return-value]
+    assert has_width(no_width) is False  # type: ignore[arg-type]

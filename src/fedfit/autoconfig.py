@@ -15,6 +15,7 @@ from typing import Any
 
 from fedfit.config import ExperimentConfig, with_overrides
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
+from fedfit.errors import PlanError
 from fedfit.policy.auto import TIER_FLOOR, AutoDecision, DeviceOutlook, decide
 from fedfit.types import DeviceProfile, DeviceState, TrainPlan
 
@@ -96,6 +97,15 @@ def overrides(decision: AutoDecision) -> dict[str, Any]:
     }
 
 
+def has_width(costs: Callable[[float], ModelCost]) -> bool:
+    """Whether the model has a width to scale: its half-width sub-model has fewer parameters (a
+    custom factory without a ``width`` argument has no sub-model at all)."""
+    try:
+        return costs(0.5).num_params < costs(1.0).num_params
+    except PlanError:
+        return False
+
+
 def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states: Sequence[DeviceState],
             num_examples: Sequence[int], costs: Callable[[float], ModelCost],
             memory: MemoryModel) -> tuple[ExperimentConfig, AutoDecision | None]:
@@ -105,6 +115,6 @@ def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states:
     predictor = TaskPredictor(costs, memory, num_examples)
     standard = config.batching.standard_batch or config.training.batch_size
     devices = outlooks(profiles, states, predictor, standard, config.training.lr)
-    scalable = costs(0.5).num_params < costs(1.0).num_params
+    scalable = has_width(costs)
     decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_spread, scalable)
     return with_overrides(config, overrides(decision)), decision
