@@ -115,7 +115,8 @@ def _record(result: RunResult) -> dict[str, Any]:
     return {"hang": False, "curve": [(r.virtual_time_s, r.accuracy) for r in result.reports if r.accuracy is not None],
             "best": s["best_accuracy"] or 0.0, "final": s["final_accuracy"] or 0.0, "virtual_s": s["virtual_time_s"],
             "oom": s["failures_by_cause"].get("out_of_memory", 0), "invited": s["invited_by_tier"],
-            "participation": s["participation_by_tier"], "gap": s["worst_tier_gap"], "auto": s.get("auto")}
+            "participation": s["participation_by_tier"], "gap": s["worst_tier_gap"], "auto": s.get("auto"),
+            "never_online": s["never_online"]}
 
 
 def _ttt(rec: dict[str, Any], target: float) -> float | None:
@@ -252,7 +253,15 @@ def _print_summary(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) ->
     print(f"runs that stopped with a plan error (counted as not reaching the target): {errors or 'none'}")
     never = [(r["fleet"], r["seed"], t) for r in table for t, n in fleets[r["fleet"]]["fleet"]["tiers"].items()
              if n > 0 and not r["auto"].get("invited", {}).get(t)]
-    print(f"tiers never invited by auto: {never or 'none'}")
+    offline = [(f, s, t) for f, s, t in never if t in _row(table, f, s)["auto"].get("never_online", [])]
+    print(f"tiers never invited by auto: {never or 'none'}; of which offline at every round start: "
+          f"{offline or 'none'}; skipped while online: {[n for n in never if n not in offline] or 'none'}")
+    modes = [r["auto"].get("auto", [""])[6].split(" ")[1] for r in table if r["auto"].get("auto")]
+    print(f"auto's mode: sync {modes.count('sync')}, async {modes.count('async')}")
+
+
+def _row(table: list[dict[str, Any]], fleet: int, seed: int) -> dict[str, Any]:
+    return next(r for r in table if r["fleet"] == fleet and r["seed"] == seed)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from fedfit.autoconfig import names_no_strategy, overrides, resolve
+from fedfit.autoconfig import has_width, names_no_strategy, overrides, resolve
+from fedfit.errors import PlanError
 from fedfit.config import ExperimentConfig, parse_config, with_overrides
-from fedfit.policy.auto import DeviceOutlook, decide
+from fedfit.experiment import _selector
+from fedfit.policy.auto import TIER_FLOOR, DeviceOutlook, decide
+from fedfit.policy.selection import DeferringSelector
+from fedfit.policy.stratified import StratifiedSelector, TierFloorSelector
+from tests.policy.test_selection_compute_aware import ready
 
 
 @pytest.mark.parametrize("raw, sets, expected", [
@@ -36,3 +41,44 @@ def test_overrides_are_a_valid_config() -> None:
 def test_resolve_leaves_a_config_without_auto_alone() -> None:
     config = parse_config({"data": {"dataset": "digits"}})
     assert resolve(config, [], [], [], lambda w: None, None) == (config, None)  # type: ignore[arg-type]
+
+
+def _auto_config(base: ExperimentConfig) -> ExperimentConfig:
+    devices = [DeviceOutlook(10**6, 10**5, 1000.0, t, 50) for t in (1.0, 2.0, 3.0)]
+    return with_overrides(base, overrides(decide(devices, 2)))
+
+
+def test_auto_keeps_the_tier_floor_even_when_the_config_turned_it_off() -> None:
+    config = _auto_config(parse_config({"selection": {"tier_floor": 0.0}}))
+    selector = _selector(config)
+    assert config.selection.tier_floor == TIER_FLOOR == 0.25
+    assert isinstance(selector, TierFloorSelector) and selector.floor == 0.25
+    assert isinstance(selector.inner, DeferringSelector) and isinstance(selector.inner.inner, StratifiedSelector)
+
+
+def test_auto_invites_a_one_device_tier_at_its_share_and_never_while_offline() -> None:
+    selector = _selector(_auto_config(ExperimentConfig()))
+    pool = [ready(i, "phone") for i in range(7)] + [ready(7, "watch")]
+    offline = pool[:7] + [ready(7, "watch", online=False)]
+
+    seats = [7 in selector.select(pool, 4, seed=1, draw=k, version=0) for k in range(4000)]
+
+    # Floor: 0.25 × 4 = 1 seat over 8 eligible devices, the watch's tier wins it w.p. 1/8; the 3
+    # other seats are stratified over the 7 left, the watch's w.p. 3/7: 1/8 + 7/8 · 3/7 = 1/2.
+    assert sum(seats) / len(seats) == pytest.approx(0.5, abs=0.04)  # ± 5 σ (σ = 0.5/√4000)
+    assert not any(7 in selector.select(offline, 4, seed=1, draw=k, version=0) for k in range(200))
+
+
+def test_a_model_without_a_width_argument_has_no_width_to_scale() -> None:
+    class _Cost:
+        def __init__(self, n: int) -> None:
+            self.num_params = n
+
+    def no_width(w: float) -> _Cost:
+        if w != 1.0:
+            raise PlanError("model m: takes no 'width' argument")
+        return _Cost(100)
+
+    assert has_width(lambda w: _Cost(int(100 * w * w))) is True  # type: ignore[arg-type,return-value]
+    assert has_width(lambda w: _Cost(100)) is False  # type: ignore[arg-type,return-value]
+    assert has_width(no_width) is False  # type: ignore[arg-type]

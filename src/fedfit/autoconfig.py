@@ -16,7 +16,7 @@ from typing import Any
 from fedfit.config import ExperimentConfig, with_overrides
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
 from fedfit.errors import PlanError
-from fedfit.policy.auto import AutoDecision, DeviceOutlook, decide
+from fedfit.policy.auto import TIER_FLOOR, AutoDecision, DeviceOutlook, decide
 from fedfit.types import DeviceProfile, DeviceState, TrainPlan
 
 #: Keys ``auto`` decides. A config file that sets none of them (nor an ``auto`` section) "names no
@@ -92,8 +92,18 @@ def overrides(decision: AutoDecision) -> dict[str, Any]:
         "local_work.kind": "fixed" if decision.epoch_budget_s is None else "budget",
         "local_work.budget_s": decision.epoch_budget_s or 10.0, "local_work.min_epochs": 1,
         "local_work.max_epochs": decision.max_epochs, "selection.kind": "compute_aware", "selection.stratify": True,
+        "selection.tier_floor": TIER_FLOOR,  # explicit: auto keeps its floor whatever the config says
         "selection.defer.require_batch": decision.defer_unfit,
     }
+
+
+def has_width(costs: Callable[[float], ModelCost]) -> bool:
+    """Whether the model has a width to scale: its half-width sub-model has fewer parameters (a
+    custom factory without a ``width`` argument has no sub-model at all)."""
+    try:
+        return costs(0.5).num_params < costs(1.0).num_params
+    except PlanError:
+        return False
 
 
 def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states: Sequence[DeviceState],
@@ -105,15 +115,7 @@ def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states:
     predictor = TaskPredictor(costs, memory, num_examples)
     standard = config.batching.standard_batch or config.training.batch_size
     devices = outlooks(profiles, states, predictor, standard, config.training.lr)
-    scalable = _scalable(costs)
+    scalable = has_width(costs)
     decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_spread, scalable)
     return with_overrides(config, overrides(decision)), decision
 
-
-def _scalable(costs: Callable[[float], ModelCost]) -> bool:
-    """Whether the model has a width to scale: a narrower build has fewer parameters (a user
-    module whose factory takes no ``width`` has none)."""
-    try:
-        return costs(0.5).num_params < costs(1.0).num_params
-    except PlanError:
-        return False

@@ -19,7 +19,7 @@ by ``resume``. ``on_phase`` names each step as it completes (``config``, ``round
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,13 +288,22 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
     """The summary: round totals, each tier's local accuracy, and the integer model's accuracy for QAT."""
     config = exp.config
     tiers = [exp.fleet.profile(d).tier for d in exp.fleet.device_ids()]
-    summary = summarise(reports, config.evaluation.target_accuracy, tiers=tiers, unfinished=unfinished)
+    summary = summarise(reports, config.evaluation.target_accuracy, tiers=tiers, unfinished=unfinished,
+                        online_tiers=_online_tiers(exp, reports))
     local = _local_accuracy(exp, params)
     int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
     auto = {"auto": list(exp.auto.reasons)} if exp.auto else {}
     security = security_summary(exp, params, len(reports))
     return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto,
                       **security}
+
+
+def _online_tiers(exp: Experiment, reports: Sequence[RoundReport]) -> set[str]:
+    """Tiers with a device online at the run's start or at the end of a round (aggregation): the
+    times a cohort is invited (async refills in between are not sampled)."""
+    starts = [0.0, *(r.virtual_time_s for r in reports)]
+    return {exp.fleet.profile(d).tier for d in exp.fleet.device_ids()
+            if any(exp.fleet.snapshot(d, t).online for t in starts)}
 
 
 def _local_accuracy(exp: Experiment, params: Params) -> dict[str, float]:

@@ -37,8 +37,8 @@ def test_every_small_run_terminates_within_a_bound(fleet: dict[str, int], mode: 
     raw: dict[str, Any] = {
         "seed": 0, "data": {"dataset": "digits", "max_train_samples": 200, "max_test_samples": 50},
         "model": {"name": model}, "fleet": {"tiers": fleet}, "training": {"batch_size": batch, "max_steps": 2},
-        "orchestration": {"mode": mode[0], "rounds": rounds, "clients_per_round": min(3, sum(fleet.values())),
-                          "stall_timeout_s": STALL_S},
+        "orchestration": {"mode": mode[0], "rounds": rounds, "stall_timeout_s": STALL_S,
+                          "clients_per_round": min(3, sum(fleet.values()))},  # a sync round > fleet is a ConfigError
         "asynchronous": {"algorithm": mode[1], "buffer_size": buffer},
         "batching": {"mode": batching, "selection": "readiness"},
         "output": {"plots": False, "progress": False, "checkpoint_every": 0},

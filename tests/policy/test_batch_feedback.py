@@ -43,6 +43,17 @@ def test_the_current_state_still_caps_the_reported_batch() -> None:
     assert plan.micro_batch == 8
 
 
+def test_the_current_state_caps_the_profile_suggestion_before_the_first_task() -> None:
+    registry = Registry()
+    registry.add(0, profile())
+    registry.suggest_batch(0, 4)  # from the profile at rest
+    # hot now: the planner (the device's state) affords 2; suggesting 4 would make its readiness
+    # (2) fall short of the plan and defer it every round until it had run once
+    plan = HistoryPlanner(FixedPlanner(batch_size=2), registry.history).plan(0, 0, profile(), state())
+
+    assert plan.micro_batch == 2
+
+
 def test_other_failures_leave_the_plan_alone() -> None:
     registry = Registry()
     registry.add(0, profile())

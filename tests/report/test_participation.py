@@ -37,3 +37,14 @@ def test_an_unfinished_round_counts_in_totals_but_not_in_rounds() -> None:
 
     assert s["rounds"] == 1 and s["virtual_time_s"] == 900.0
     assert s["invited_by_tier"] == {"phone": 5} and s["participation_by_tier"] == {"phone": 0.4}
+
+
+def test_never_online_separates_tiers_offline_all_run_from_tiers_skipped_while_online() -> None:
+    reports = [_report(0, {"phone": 3}, {"phone": 3}, {}, 10.0)]
+
+    s = summarise(reports, 0.7, tiers=["phone", "watch", "sensor"], online_tiers={"phone", "watch"})
+    unknown = summarise(reports, 0.7, tiers=["phone", "watch", "sensor"])
+
+    assert s["never_invited"] == ["sensor", "watch"]
+    assert s["never_online"] == ["sensor"]  # the watch was online at some round start: skipped
+    assert unknown["never_online"] == []

@@ -30,9 +30,10 @@ and with what run-wide parameters (see the README section "auto"):
 7. **Fairness weights**: participation-interval weighting when devices are predicted to join at
    unequal rates (some miss the deadline, or async); loss-weighted q-FFL stays off.
 8. **Selection**: every round, devices whose reported state says they cannot train now (offline,
-   battery under 20%, hot) sit out, and the cohort is stratified across device groups so every
-   group is invited; devices with no plain batch are deferred too unless rule 2 gives them a
-   technique.
+   battery under 20%, hot) sit out, and the cohort is stratified across device groups, with a
+   participation floor (a quarter of each cohort seated across groups first), so every group
+   with an eligible device is invited at its share; devices with no plain batch are deferred too
+   unless rule 2 gives them a technique.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ from dataclasses import dataclass
 
 #: Memory margin used when no device is pushed out by it (the batch policy's default).
 DEFAULT_MARGIN = 0.22
+
+#: Share of every cohort seated across device groups before the compute-aware selector fills the
+#: rest (rule 8; :class:`~fedfit.policy.stratified.TierFloorSelector`'s participation floor).
+TIER_FLOOR = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +227,6 @@ def explain(d: AutoDecision, async_spread: float) -> tuple[str, ...]:
         f"width: {d.width_mode} (capability when a device is predicted past 2x the deadline)",
         f"mode: {d.mode} (async when p90/p10 of predicted task times > {async_spread:g}; buffer {d.buffer_size})",
         f"weights: participation {d.participation} (interval when predicted participation is unequal)",
-        f"selection: compute-aware, stratified; defer offline / low battery / hot"
+        f"selection: compute-aware, stratified, tier floor {TIER_FLOOR:g}; defer offline / low battery / hot"
         f"{' / no plain batch' if d.defer_unfit else ''}",
     )

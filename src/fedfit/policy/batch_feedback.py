@@ -6,7 +6,9 @@ feedback*, where later suggestions follow what the device reported. :func:`batch
 adjusts the micro-batch a planner wrote from the device's last reported state:
 
 * no result recorded yet: the registry's profile-only suggestion
-  (:meth:`~fedfit.devices.Registry.suggest_batch`), when one was stored;
+  (:meth:`~fedfit.devices.Registry.suggest_batch`), when one was stored, as long as its current
+  state affords it (a device throttled by heat or a low battery when it could first be invited
+  would otherwise report less than the suggestion and be deferred until it ran once: never);
 * last task ran out of memory: half the batch it was last known to run (its reported batch, or
   the suggestion), once more per failure in a row, never below 1 — the memory model
   under-predicted for this device, so its own outcome wins over the prediction;
@@ -34,6 +36,8 @@ def batch_from_history(planned: int, history: DeviceHistory) -> int:
 
     >>> batch_from_history(32, DeviceHistory(suggested_batch=16))
     16
+    >>> batch_from_history(2, DeviceHistory(suggested_batch=4))  # hot now: affords 2 of the profile's 4
+    2
     >>> batch_from_history(32, DeviceHistory(tasks=1, completions=1, last_batch=(8, 4)))
     8
     >>> batch_from_history(32, DeviceHistory(tasks=2, failure_streak=2, last_cause="out_of_memory",
@@ -41,7 +45,7 @@ def batch_from_history(planned: int, history: DeviceHistory) -> int:
     4
     """
     if history.tasks == 0:
-        return history.suggested_batch or planned
+        return min(planned, history.suggested_batch or planned)
     known = history.last_batch[0] if history.last_batch else history.suggested_batch or planned
     if history.last_cause == FailureCause.OUT_OF_MEMORY.value:
         return max(1, min(planned, known) >> history.failure_streak)

@@ -105,5 +105,8 @@ class TierFloorSelector:
         rng = np.random.default_rng([seed, draw, 0xF1004])
         reserved = self.floor * min(size, len(eligible))
         seats = int(reserved) + int(rng.random() < reserved - int(reserved))
-        sub = StratifiedSelector().select(eligible, seats, seed=seed, draw=draw, version=0) if seats else []
+        # Its own stream: with the seed itself, a stratified ``inner`` would redraw the same
+        # uniforms, so a tier that won a floor seat would have won the inner draw anyway.
+        stream = zlib.crc32(f"{seed}/tier-floor".encode())
+        sub = StratifiedSelector().select(eligible, seats, seed=stream, draw=draw, version=0) if seats else []
         return sorted(sub)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from fedfit.report.tiers import tier_participation
@@ -51,7 +51,7 @@ def totals(reports: Sequence[RoundReport], field: str) -> Counter[str]:
 
 
 def summarise(reports: Sequence[RoundReport], target: float, *, tiers: Sequence[str] = (),
-              unfinished: RoundReport | None = None) -> dict[str, Any]:
+              unfinished: RoundReport | None = None, online_tiers: Collection[str] | None = None) -> dict[str, Any]:
     """Headline figures of a run: accuracy, time to target, failures, participation per tier.
 
     Args:
@@ -61,6 +61,9 @@ def summarise(reports: Sequence[RoundReport], target: float, *, tiers: Sequence[
             listed in ``never_invited``.
         unfinished: the counters of a round that never finished (a run that stopped); counted
             in the totals and the virtual time, not in ``rounds``.
+        online_tiers: tiers with a device reported online at some round start (``None``: not
+            known); a never-invited tier outside it is listed in ``never_online`` as well, so
+            ``never_invited`` minus ``never_online`` are the tiers skipped while online.
     """
     counted = [*reports, unfinished] if unfinished is not None else list(reports)
     evaluated = [r for r in reports if r.accuracy is not None]
@@ -79,6 +82,8 @@ def summarise(reports: Sequence[RoundReport], target: float, *, tiers: Sequence[
         "failures_by_cause": dict(sorted(failures.items())),
         "invited_by_tier": {t: int(f["invited"]) for t, f in per_tier.items()},
         "never_invited": [t for t, f in per_tier.items() if not f["invited"]],
+        "never_online": [t for t, f in per_tier.items()
+                         if not f["invited"] and online_tiers is not None and t not in online_tiers],
         "participants_by_tier": {t: int(f["updates"]) for t, f in per_tier.items() if f["updates"]},
         "participation_by_tier": {t: f["participation"] for t, f in per_tier.items()},
         "declined_by_tier": {t: int(f["declined"]) for t, f in per_tier.items()},
