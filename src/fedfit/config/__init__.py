@@ -1,0 +1,124 @@
+"""Validated experiment configuration: YAML in, one frozen config tree out, clear errors.
+
+Every key is declared in this package, one module of sections per domain (:mod:`.sections`,
+:mod:`.techniques`, :mod:`.security`, :mod:`.dynamite`, :mod:`.deploy`); an unknown key, a wrong
+type or an impossible value raises :class:`~fedfit.errors.ConfigError` with a one-line message
+naming the dotted key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+
+from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
+from fedfit.errors import ConfigError
+from fedfit.config.base import Section
+from fedfit.config.deploy import DeployConfig
+from fedfit.config.dynamite import DynamiteConfig
+from fedfit.config.security import AttackConfig, PrivacyConfig
+from fedfit.config.sections import (
+    AggregationConfig, AsyncSection, AutoConfig, BatchingConfig, DataConfig, EvaluationConfig, FleetConfig,
+    LocalWorkConfig, ModelConfig, OrchestrationConfig, OutputConfig, SelectionConfig, SimulationConfig,
+    TrainingConfig,
+)
+from fedfit.config.techniques import MemoryConfig, WidthConfig
+
+__all__ = ["ExperimentConfig", "default_scenario", "load_config", "parse_config", "with_overrides"]
+
+
+class ExperimentConfig(Section):
+    """The whole experiment."""
+
+    name: str = "experiment"
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
+    data: DataConfig = DataConfig()
+    model: ModelConfig = ModelConfig()
+    fleet: FleetConfig = FleetConfig()
+    training: TrainingConfig = TrainingConfig()
+    orchestration: OrchestrationConfig = OrchestrationConfig()
+    evaluation: EvaluationConfig = EvaluationConfig()
+    simulation: SimulationConfig = SimulationConfig()
+    output: OutputConfig = OutputConfig()
+    batching: BatchingConfig = BatchingConfig()
+    memory: MemoryConfig = MemoryConfig()
+    aggregation: AggregationConfig = AggregationConfig()
+    asynchronous: AsyncSection = AsyncSection()
+    selection: SelectionConfig = SelectionConfig()
+    local_work: LocalWorkConfig = LocalWorkConfig()
+    width: WidthConfig = WidthConfig()
+    attack: AttackConfig = AttackConfig()
+    privacy: PrivacyConfig = PrivacyConfig()
+    dynamite: DynamiteConfig = DynamiteConfig()
+    deploy: DeployConfig = DeployConfig()
+    strategies: dict[str, dict[str, Any]] = {}
+    auto: AutoConfig = AutoConfig()
+
+    @property
+    def num_devices(self) -> int:
+        """Devices in the fleet."""
+        return sum(self.fleet.tiers.values())
+
+
+
+def default_scenario() -> ExperimentConfig:
+    """The built-in scenario ``fedfit run`` uses without a config (``examples/photo_app.yaml``):
+    seed 000's photo app on a phone fleet, every device choosing its batch dynamically and the
+    server inviting ready devices first."""
+    return ExperimentConfig(name="photo_app", batching=BatchingConfig(mode="dynamic", selection="readiness"))
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"]) or "config"
+    msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "extra_forbidden":
+        return f"{key}: unknown key"
+    got = e.get("input")
+    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    return f"{key}: {msg}{shown}"
+
+
+def parse_config(raw: dict[str, Any]) -> ExperimentConfig:
+    """Validate a raw mapping into an :class:`ExperimentConfig`.
+
+    Raises:
+        ConfigError: one line naming the first offending key.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError("config: the top level must be a mapping of sections")
+    try:
+        return ExperimentConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(_first_error(err)) from None
+
+
+def load_config(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> ExperimentConfig:
+    """Read and validate a YAML config file of at most ``max_bytes`` (aliases bounded, see
+    :mod:`fedfit.bounded`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config: file not found: {p}")
+    return parse_config(load_yaml(read_text(p, max_bytes, "config"), str(p)) or {})
+
+
+def with_overrides(config: ExperimentConfig, overrides: dict[str, Any]) -> ExperimentConfig:
+    """A copy of ``config`` with dotted-key overrides applied (``{"training.batch_size": 8}``).
+
+    Raises:
+        ConfigError: an override names a key that does not exist or gives a bad value.
+    """
+    raw = config.model_dump()
+    for dotted, value in overrides.items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                raise ConfigError(f"{dotted}: unknown key")
+            node = node[part]
+        if leaf not in node:
+            raise ConfigError(f"{dotted}: unknown key")
+        node[leaf] = value
+    return parse_config(raw)

@@ -1,0 +1,42 @@
+"""The ``dynamite:`` section: co-optimised batch size and aggregation frequency (seed 001)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from fedfit.config.base import PositiveInt, Section
+
+
+class DynamitePriorConfig(Section):
+    """Estimates DYNAMITE plans with before it has measured its own (see :mod:`fedfit.policy.dynamite`)."""
+
+    beta: Annotated[float, Field(gt=0.0)] = 1.0
+    rho: Annotated[float, Field(gt=0.0)] = 1.0
+    delta: Annotated[float, Field(ge=0.0)] = 1.0
+    sigma2: Annotated[float, Field(ge=0.0)] = 1.0
+    loss: Annotated[float, Field(gt=0.0)] = 2.3
+
+
+class DynamiteConfig(Section):
+    """DYNAMITE (seed 001): co-optimised local steps τ and per-device batch b_i under a budget.
+
+    ``mode`` picks the solver (``off``: not used); ``adapt`` re-estimates and re-plans after
+    every aggregation, else the plan is fixed after ``warmup_rounds``."""
+
+    mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
+    adapt: bool = True
+    budget_time_s: Annotated[float, Field(gt=0.0)] | None = 3600.0
+    budget_energy_j: Annotated[float, Field(gt=0.0)] | None = None
+    tau_max: PositiveInt = 50
+    holding: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.5
+    warmup_rounds: PositiveInt = 2
+    max_accumulation: PositiveInt = 1
+    prior: DynamitePriorConfig = DynamitePriorConfig()
+
+    @model_validator(mode="after")
+    def _has_budget(self) -> DynamiteConfig:
+        if self.mode != "off" and self.budget_time_s is None and self.budget_energy_j is None:
+            raise ValueError("budget_time_s: set it or budget_energy_j (DYNAMITE plans against a budget)")
+        return self
