@@ -24,6 +24,10 @@ and from one round (t) to the next (t+1)::
     σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
          devices in both rounds; n_i = samples processed): the part of a device's gradient
          change its smoothness does not explain is mini-batch noise of variance σ²/n.
+    ζ  = Σ p_i sqrt(‖Δg_i − Δg‖² − σ² (1/n_i(t) + 1/n_i(t+1))) / ‖Δw‖    Hessian dissimilarity:
+         how differently the devices' gradients change along the same step (Δg_i = g_i(t+1) −
+         g_i(t), Δg = Σ p_i Δg_i over the devices in both rounds), less the noise expected; it
+         is what makes the averaged model drift (:func:`~fedfit.policy.dynamite.bound.drift`).
 
 Each raw estimate enters an exponential moving average ``x ← α x + (1 − α) x_new``. Pure
 functions on flat tensors: the planner flattens parameters.
@@ -65,6 +69,25 @@ def smoothness(g_prev: torch.Tensor, g_now: torch.Tensor, w_prev: torch.Tensor, 
     step = float(torch.linalg.vector_norm(w_now - w_prev))
     signal = float(torch.linalg.vector_norm(g_now - g_prev)) ** 2 - noise
     return None if step <= 0 or signal <= 0 else math.sqrt(signal) / step
+
+
+def dissimilarity(changes: Sequence[tuple[torch.Tensor, float, float]], step: float) -> float | None:
+    """ζ from each device's gradient change less the share-weighted mean change.
+
+    Args:
+        changes: per device, (Δg_i, p_i, expected noise in ‖Δg_i − Δg‖²).
+        step: ‖w(t+1) − w(t)‖.
+
+    >>> dissimilarity([(torch.tensor([3.0, 4.0]), 0.5, 0.0), (torch.tensor([-3.0, -4.0]), 0.5, 9.0)], 2.0)
+    2.25
+    """
+    total = sum(p for _, p, _ in changes)
+    if step <= 0 or total <= 0:
+        return None
+    mean = sum((p / total * dg for dg, p, _ in changes), torch.zeros_like(changes[0][0]))
+    spread = [p / total * math.sqrt(max(0.0, float(torch.linalg.vector_norm(dg - mean)) ** 2 - noise))
+              for dg, p, noise in changes]
+    return sum(spread) / step
 
 
 def lipschitz(g: torch.Tensor) -> float:
@@ -109,6 +132,7 @@ class RoundObservation:
         samples: device id → samples processed.
         shares: device id → data size (the weight of its gradient).
         loss: the data-weighted mean training loss reported.
+        steps: device id → local steps taken (a device missing here is comparable with any).
     """
 
     start: torch.Tensor
@@ -116,6 +140,7 @@ class RoundObservation:
     samples: dict[int, int]
     shares: dict[int, float]
     loss: float
+    steps: dict[int, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -123,7 +148,7 @@ class EstimatorState:
     """The smoothed estimates and the last observation (to pair with the next).
 
     Attributes:
-        beta, rho, delta, sigma2, loss: smoothed estimates (``None``: not yet estimated).
+        beta, rho, delta, sigma2, loss, zeta: smoothed estimates (``None``: not yet estimated).
         last: the previous observation; its global gradient is ``last_g``.
         last_g: the previous global gradient.
     """
@@ -133,6 +158,7 @@ class EstimatorState:
     delta: float | None = None
     sigma2: float | None = None
     loss: float | None = None
+    zeta: float | None = None
     last: RoundObservation | None = None
     last_g: torch.Tensor | None = None
 
@@ -143,7 +169,7 @@ class EstimatorState:
 
         return Estimates(beta=pick(self.beta, prior.beta), rho=pick(self.rho, prior.rho),
                          delta=pick(self.delta, prior.delta), sigma2=pick(self.sigma2, prior.sigma2),
-                         loss=pick(self.loss, prior.loss))
+                         loss=pick(self.loss, prior.loss), zeta=self.zeta if self.zeta is not None else prior.zeta)
 
 
 def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> EstimatorState:
@@ -158,8 +184,11 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     prev = state.last
     if prev is None:
         return new
-    common = [i for i in ids if i in prev.grads]
-    if not common:  # no device in both rounds: nothing to difference
+    # A pseudo-gradient is the mean gradient along a τ-step path, and a longer path on a device's
+    # own data shrinks it (the path bends towards the device's optimum): a secant between paths
+    # of different lengths measures that change of τ, not curvature. Only equal paths compare.
+    common = [i for i in ids if i in prev.grads and obs.steps.get(i) == prev.steps.get(i)]
+    if not common:  # no device in both rounds with the same steps: nothing to difference
         return new
     g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
     g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])
@@ -170,5 +199,8 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
     changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
     sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
+    noise = sigma2 if sigma2 is not None else (state.sigma2 or 0.0)
+    zeta = dissimilarity([(dg, obs.shares[i], noise * (1 / max(1, n0) + 1 / max(1, n1)))
+                          for (dg, n0, n1), i in zip(changes, common)], step)
     return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
-                               sigma2=smooth(state.sigma2, sigma2, holding))
+                               sigma2=smooth(state.sigma2, sigma2, holding), zeta=smooth(state.zeta, zeta, holding))
