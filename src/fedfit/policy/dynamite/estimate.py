@@ -24,10 +24,13 @@ and from one round (t) to the next (t+1)::
     σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
          devices in both rounds; n_i = samples processed): the part of a device's gradient
          change its smoothness does not explain is mini-batch noise of variance σ²/n.
-    ζ  = Σ p_i sqrt(‖Δg_i − Δg‖² − σ² (1/n_i(t) + 1/n_i(t+1))) / ‖Δw‖    Hessian dissimilarity:
-         how differently the devices' gradients change along the same step (Δg_i = g_i(t+1) −
-         g_i(t), Δg = Σ p_i Δg_i over the devices in both rounds), less the noise expected; it
-         is what makes the averaged model drift (:func:`~fedfit.policy.dynamite.bound.drift`).
+    ζ  = Σ p_i ‖Δg_i − Δg‖ / ‖Δw‖      Hessian dissimilarity: how differently the devices'
+         gradients change along the same step (Δg_i = g_i(t+1) − g_i(t), Δg = Σ p_i Δg_i over
+         the devices in both rounds); it is what makes the averaged model drift
+         (:func:`~fedfit.policy.dynamite.bound.drift`). Mini-batch noise is left in (it can only
+         raise ζ, and the bound caps ζ at β): σ² is fitted to the residual of a *common* β, so
+         it absorbs exactly the curvature differences ζ measures, and subtracting it would
+         cancel them.
 
 Each raw estimate enters an exponential moving average ``x ← α x + (1 − α) x_new``. Pure
 functions on flat tensors: the planner flattens parameters.
@@ -71,23 +74,17 @@ def smoothness(g_prev: torch.Tensor, g_now: torch.Tensor, w_prev: torch.Tensor, 
     return None if step <= 0 or signal <= 0 else math.sqrt(signal) / step
 
 
-def dissimilarity(changes: Sequence[tuple[torch.Tensor, float, float]], step: float) -> float | None:
-    """ζ from each device's gradient change less the share-weighted mean change.
+def dissimilarity(changes: Sequence[tuple[torch.Tensor, float]], step: float) -> float | None:
+    """ζ from each device's gradient change (Δg_i, p_i) less the share-weighted mean change.
 
-    Args:
-        changes: per device, (Δg_i, p_i, expected noise in ‖Δg_i − Δg‖²).
-        step: ‖w(t+1) − w(t)‖.
-
-    >>> dissimilarity([(torch.tensor([3.0, 4.0]), 0.5, 0.0), (torch.tensor([-3.0, -4.0]), 0.5, 9.0)], 2.0)
-    2.25
+    >>> dissimilarity([(torch.tensor([3.0, 4.0]), 0.5), (torch.tensor([-3.0, -4.0]), 0.5)], 2.0)
+    2.5
     """
-    total = sum(p for _, p, _ in changes)
+    total = sum(p for _, p in changes)
     if step <= 0 or total <= 0:
         return None
-    mean = sum((p / total * dg for dg, p, _ in changes), torch.zeros_like(changes[0][0]))
-    spread = [p / total * math.sqrt(max(0.0, float(torch.linalg.vector_norm(dg - mean)) ** 2 - noise))
-              for dg, p, noise in changes]
-    return sum(spread) / step
+    mean = sum((p / total * dg for dg, p in changes), torch.zeros_like(changes[0][0]))
+    return sum(p / total * float(torch.linalg.vector_norm(dg - mean)) for dg, p in changes) / step
 
 
 def lipschitz(g: torch.Tensor) -> float:
@@ -199,8 +196,6 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
     changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
     sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
-    noise = sigma2 if sigma2 is not None else (state.sigma2 or 0.0)
-    zeta = dissimilarity([(dg, obs.shares[i], noise * (1 / max(1, n0) + 1 / max(1, n1)))
-                          for (dg, n0, n1), i in zip(changes, common)], step)
+    zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _, _), i in zip(changes, common)], step)
     return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
                                sigma2=smooth(state.sigma2, sigma2, holding), zeta=smooth(state.zeta, zeta, holding))
