@@ -103,7 +103,8 @@ def test_drift_scales_with_the_hessian_dissimilarity() -> None:
 
 
 def test_closed_form_tau_uses_the_dissimilarity() -> None:
-    # τ* = sqrt(2 F0 C / (η² B ρ δ ζ)) = sqrt(2 · 1 · 200 / (0.01 · 100 · 1 · 1 · ζ)): 20 at ζ = 1, 40 at ζ = 0.25
+    # τ* = sqrt(2 F0 C / (η² B ρ δ ζ)) = sqrt(2 · 1 · 200 / (0.01 · 100 · 1 · 1 · ζ)):
+    # 20 at ζ = 1, 40 at ζ = 0.25
     shape = RoundShape(per_sample=0.01, per_step=0.0, per_round=200.0, budget=100.0)
     assert closed_form(shape, [0.5, 0.5], EST, 0.1)[0] == pytest.approx(20.0)
     assert closed_form(shape, [0.5, 0.5], dataclasses.replace(EST, zeta=0.25), 0.1)[0] == pytest.approx(40.0)

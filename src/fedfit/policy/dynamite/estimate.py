@@ -1,4 +1,4 @@
-"""Online estimates of β, ρ, δ and σ² from what updates carry, smoothed over rounds.
+"""Online estimates of β, ρ, δ, σ² and ζ from what updates carry, smoothed over rounds.
 
 As in DYNAMITE (and Wang et al. 2019, whose estimators it uses), every quantity comes from
 consecutive models and gradients. fedfit's updates carry trained parameters, the steps taken,
@@ -8,7 +8,8 @@ started from the global model w is the update's *pseudo-gradient*::
     g_i = (w − w_i) / (η · steps_i)        (the mean local gradient along the local path)
     g   = Σ p_i g_i                          (the global gradient at w, p_i = D_i / D)
 
-and from one round (t) to the next (t+1)::
+and from one round (t) to the next (t+1), over the devices in both rounds that took the same
+number of steps in both (a longer path shrinks a device's mean gradient)::
 
     δ  = Σ p_i ‖g_i − g‖                                  gradient divergence
     β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (1/n_i(t) + 1/n_i(t+1))) / ‖w(t+1) − w(t)‖
@@ -129,7 +130,8 @@ class RoundObservation:
         samples: device id → samples processed.
         shares: device id → data size (the weight of its gradient).
         loss: the data-weighted mean training loss reported.
-        steps: device id → local steps taken (a device missing here is comparable with any).
+        steps: device id → local steps taken (a device absent from both rounds' steps
+            compares as equal).
     """
 
     start: torch.Tensor
