@@ -67,11 +67,11 @@ def test_prior_fills_what_is_not_yet_estimated() -> None:
     assert got.beta == 7.0 and got.sigma2 == 7.0 and got.delta != 7.0
 
 
-def curvature_round(w: torch.Tensor, betas: list[float], steps: int = 5) -> RoundObservation:
+def curvature_round(w: torch.Tensor, betas: list[float]) -> RoundObservation:
     """Exact gradients of F_i = β_i/2 ‖w − c_i‖² (devices 0 and 1, equal shares)."""
     grads = {i: b * (w - CENTRES[i]) for i, b in enumerate(betas)}
     return RoundObservation(start=w, grads=grads, samples={i: 10 for i in grads}, shares={0: 1.0, 1: 1.0},
-                            loss=1.0, steps={i: steps for i in grads})
+                            loss=1.0)
 
 
 def test_dissimilarity_is_zero_for_equal_hessians_and_the_curvature_spread_otherwise() -> None:
@@ -84,11 +84,3 @@ def test_dissimilarity_is_zero_for_equal_hessians_and_the_curvature_spread_other
     assert spread.zeta == pytest.approx(1.0)
     assert spread.beta == pytest.approx(2.0)
 
-
-def test_paths_of_different_lengths_are_not_differenced() -> None:
-    # the second round's devices took 7 steps, the first's 5: no secant, β and ζ stay unknown
-    w0, w1 = torch.tensor([5.0, -2.0, 1.0]), torch.tensor([4.0, -1.0, 1.5])
-    state = observe(observe(EstimatorState(), curvature_round(w0, [1.0, 3.0], steps=5), 0.0),
-                    curvature_round(w1, [1.0, 3.0], steps=7), 0.0)
-    assert state.beta is None and state.zeta is None and state.sigma2 is None
-    assert state.rho is not None and state.delta is not None

@@ -8,8 +8,7 @@ started from the global model w is the update's *pseudo-gradient*::
     g_i = (w − w_i) / (η · steps_i)        (the mean local gradient along the local path)
     g   = Σ p_i g_i                          (the global gradient at w, p_i = D_i / D)
 
-and from one round (t) to the next (t+1), over the devices in both rounds that took the same
-number of steps in both (a longer path shrinks a device's mean gradient)::
+and from one round (t) to the next (t+1)::
 
     δ  = Σ p_i ‖g_i − g‖                                  gradient divergence
     β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (1/n_i(t) + 1/n_i(t+1))) / ‖w(t+1) − w(t)‖
@@ -130,8 +129,6 @@ class RoundObservation:
         samples: device id → samples processed.
         shares: device id → data size (the weight of its gradient).
         loss: the data-weighted mean training loss reported.
-        steps: device id → local steps taken (a device absent from both rounds' steps
-            compares as equal).
     """
 
     start: torch.Tensor
@@ -139,7 +136,6 @@ class RoundObservation:
     samples: dict[int, int]
     shares: dict[int, float]
     loss: float
-    steps: dict[int, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,11 +179,8 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     prev = state.last
     if prev is None:
         return new
-    # A pseudo-gradient is the mean gradient along a τ-step path, and a longer path on a device's
-    # own data shrinks it (the path bends towards the device's optimum): a secant between paths
-    # of different lengths measures that change of τ, not curvature. Only equal paths compare.
-    common = [i for i in ids if i in prev.grads and obs.steps.get(i) == prev.steps.get(i)]
-    if not common:  # no device in both rounds with the same steps: nothing to difference
+    common = [i for i in ids if i in prev.grads]
+    if not common:  # no device in both rounds: nothing to difference
         return new
     g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
     g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])

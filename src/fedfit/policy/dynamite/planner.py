@@ -191,7 +191,7 @@ class DynamitePlanner:
         if start_version is None:
             return None
         start = self.versions[start_version]
-        grads, samples, shares, steps, losses = {}, {}, {}, {}, []
+        grads, samples, shares, losses = {}, {}, {}, []
         for u, plan in ((r.outcome, r.plan) for r in results if isinstance(r.outcome, Update)):
             if u.round != start_version or u.masks is not None:
                 continue
@@ -200,9 +200,8 @@ class DynamitePlanner:
                 continue  # a narrower sub-model: not comparable with the master
             grads[u.device_id] = pseudo_gradient(start, end, plan.lr, u.steps)
             samples[u.device_id], shares[u.device_id] = u.samples_processed, float(max(1, u.num_examples))
-            steps[u.device_id] = u.steps
             losses.append((u.train_loss, shares[u.device_id]))
         if not grads:
             return None
         loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
-        return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss, steps=steps)
+        return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss)
