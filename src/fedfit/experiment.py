@@ -336,10 +336,18 @@ def _cohort(config: ExperimentConfig, planner: Planner, predictor: TaskPredictor
     return Cohort(planner, _selector(config), predictor, dynamic.plan_readiness if dynamic else None)
 
 
+def weighting_name(config: ExperimentConfig) -> str:
+    """``orchestration.weighting``, except that DYNAMITE turns the default ``samples`` into
+    ``examples``: its bound averages the devices' models by data share p_i = D_i / D, and with
+    a batch b_i per device, samples processed (τ · b_i) would weight each device by its batch."""
+    w = config.orchestration.weighting
+    return "examples" if config.dynamite.mode != "off" and w == "samples" else w
+
+
 def _rule(config: ExperimentConfig) -> AggregationRule:
     a, t, st = config.aggregation, config.training, config.aggregation.staleness
     fedasync = config.orchestration.mode == "async" and config.asynchronous.algorithm == "fedasync"
-    base = weighting(config.orchestration.weighting)
+    base = weighting(weighting_name(config))
     weights: Weighting = LossWeighted(base, a.fairness_q) if a.fairness_q > 0 else base
     return AggregationRule(
         weighting=weights,
@@ -370,7 +378,8 @@ def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, pred
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
                       max_staleness=o.max_staleness, liveness=liveness)
-    return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(o.weighting), evaluator=evaluator,
+    return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(weighting_name(config)),
+                            evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
                             submodels=submodels, registry=registry, observer=observer)
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
+import torch
 
 from fedfit.policy.dynamite import (
     Budget, DeviceCost, Estimates, assign_heterogeneous, bound, closed_form, closed_form_assignment,
     search_homogeneous,
 )
-from fedfit.policy.dynamite.bound import RoundShape
+from fedfit.policy.dynamite.bound import RoundShape, drift
 
 EST = Estimates(beta=1.0, rho=1.0, delta=1.0, sigma2=4.0, loss=1.0)
 
@@ -88,3 +90,39 @@ def test_unbounded_budget_takes_the_largest_batch_and_one_step() -> None:
     plan = closed_form_assignment([device(cap=64)], [1.0], EST, 0.1, Budget(), tau_max=10)
     assert plan.tau == 1 and plan.batches == (64,)
     assert math.isfinite(plan.bound)
+
+
+def test_drift_scales_with_the_hessian_dissimilarity() -> None:
+    # Wang's h(2) at β=1, δ=1, η=0.1 is (1.1² − 1) − 0.2 = 0.01; ζ = 0.25 keeps a quarter of it,
+    # ζ = 0 none (equal Hessians: the average follows the centralised path), and ζ above β is
+    # capped at β (both bound the same gap; Wang's is the looser)
+    assert drift(2, 0.1, dataclasses.replace(EST, zeta=0.25)) == pytest.approx(0.0025)
+    assert drift(2, 0.1, dataclasses.replace(EST, zeta=0.0)) == 0.0
+    assert drift(2, 0.1, dataclasses.replace(EST, zeta=3.0)) == pytest.approx(drift(2, 0.1, EST))
+    assert drift(2, 0.1, EST) == pytest.approx(0.01)
+
+
+def test_closed_form_tau_uses_the_dissimilarity() -> None:
+    # τ* = sqrt(2 F0 C / (η² B ρ δ ζ)) = sqrt(2 · 1 · 200 / (0.01 · 100 · 1 · 1 · ζ)):
+    # 20 at ζ = 1, 40 at ζ = 0.25
+    shape = RoundShape(per_sample=0.01, per_step=0.0, per_round=200.0, budget=100.0)
+    assert closed_form(shape, [0.5, 0.5], EST, 0.1)[0] == pytest.approx(20.0)
+    assert closed_form(shape, [0.5, 0.5], dataclasses.replace(EST, zeta=0.25), 0.1)[0] == pytest.approx(40.0)
+
+
+def test_equal_hessians_average_to_the_centralised_path() -> None:
+    # F_i = β/2 ‖w − c_i‖²: τ steps of local gradient descent, averaged by data share, land
+    # exactly where τ steps on F = Σ p_i F_i do, which is why ζ = 0 means no drift at any τ
+    beta, lr, tau, shares = 2.0, 0.1, 30, [0.6, 0.4]
+    centres, w = [torch.tensor([1.0, -2.0]), torch.tensor([-3.0, 5.0])], torch.tensor([4.0, 4.0])
+    local = []
+    for c in centres:
+        wi = w.clone()
+        for _ in range(tau):
+            wi = wi - lr * beta * (wi - c)
+        local.append(wi)
+    c_bar, v = sum(p * c for p, c in zip(shares, centres)), w.clone()
+    for _ in range(tau):
+        v = v - lr * beta * (v - c_bar)
+    assert torch.allclose(sum(p * wi for p, wi in zip(shares, local)), v, atol=1e-5)
+    assert drift(tau, lr, Estimates(beta=beta, rho=1.0, delta=3.0, sigma2=0.0, loss=1.0, zeta=0.0)) == 0.0

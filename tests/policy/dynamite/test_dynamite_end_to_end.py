@@ -8,7 +8,8 @@ import pytest
 
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.errors import ConfigError
-from fedfit.experiment import build, built
+from fedfit.aggregation.weighting import weighting
+from fedfit.experiment import build, built, weighting_name
 from fedfit.policy.dynamite.planner import DynamitePlanner
 from fedfit.runner import run
 from fedfit.types import Update
@@ -110,3 +111,14 @@ def test_examples_load_and_every_strategy_applies(example: str) -> None:
     assert applied["grid-b8-t50"].training.max_steps == 50 and applied["grid-b8-t50"].training.batch_size == 8
     assert applied["dynamite-hetero"].dynamite.adapt is False
     assert (config.data.stream is not None) == (example == "dynamite_stream")
+
+
+def test_dynamite_aggregates_by_data_share_not_by_samples_processed() -> None:
+    # the bound averages by p_i = D_i / D; with b_i per device, samples processed (τ · b_i)
+    # would weight a device by the batch DYNAMITE gave it
+    on, off = small(), small(dynamite={"mode": "off"})
+    assert weighting_name(on) == "examples" and weighting_name(off) == "samples"
+    assert weighting_name(small(orchestration={"weighting": "uniform"})) == "uniform"
+    update = Update(device_id=0, round=0, params={}, num_examples=100, samples_processed=5000, steps=50,
+                    micro_batch=100, accumulation_steps=1, train_loss=0.5)
+    assert weighting(weighting_name(on))(update) == 100.0

@@ -65,3 +65,22 @@ def test_prior_fills_what_is_not_yet_estimated() -> None:
     prior = Estimates(beta=7.0, rho=7.0, delta=7.0, sigma2=7.0, loss=7.0)
     got = state.estimates(prior)
     assert got.beta == 7.0 and got.sigma2 == 7.0 and got.delta != 7.0
+
+
+def curvature_round(w: torch.Tensor, betas: list[float]) -> RoundObservation:
+    """Exact gradients of F_i = β_i/2 ‖w − c_i‖² (devices 0 and 1, equal shares)."""
+    grads = {i: b * (w - CENTRES[i]) for i, b in enumerate(betas)}
+    return RoundObservation(start=w, grads=grads, samples={i: 10 for i in grads}, shares={0: 1.0, 1: 1.0},
+                            loss=1.0)
+
+
+def test_dissimilarity_is_zero_for_equal_hessians_and_the_curvature_spread_otherwise() -> None:
+    w0, w1 = torch.tensor([5.0, -2.0, 1.0]), torch.tensor([4.0, -1.0, 1.5])
+    same = observe(observe(EstimatorState(), exact_round(w0), 0.0), exact_round(w1), 0.0)
+    assert same.zeta == pytest.approx(0.0, abs=1e-9)
+    # β_0 = 1, β_1 = 3: Δg_i = β_i Δw, Δg = 2 Δw, so ζ = (|1 − 2| + |3 − 2|) / 2 = 1; β = 2
+    spread = observe(observe(EstimatorState(), curvature_round(w0, [1.0, 3.0]), 0.0),
+                     curvature_round(w1, [1.0, 3.0]), 0.0)
+    assert spread.zeta == pytest.approx(1.0)
+    assert spread.beta == pytest.approx(2.0)
+

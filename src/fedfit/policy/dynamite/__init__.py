@@ -2,7 +2,7 @@
 
 One concept per module: :mod:`.costs` (what a round of (τ, b) costs a device), :mod:`.bound`
 (the convergence bound and its homogeneous closed form), :mod:`.search` (exact search and the
-heterogeneous assignment), :mod:`.estimate` (online β, ρ, δ, σ²) and :mod:`.planner` (the
+heterogeneous assignment), :mod:`.estimate` (online β, ρ, δ, σ², ζ) and :mod:`.planner` (the
 adaptive planner that re-estimates and re-plans every round).
 """
 

@@ -9,7 +9,7 @@ rounds affordable in the budget, the bound on the training error is::
             + β η σ² / 2 · Σ_i p_i² / b_i      mini-batch noise of the aggregated gradient
             + ρ h(τ) / (η τ)                   local models drifting apart between aggregations
 
-    h(τ) = δ/β · ((ηβ + 1)^τ − 1) − η δ τ      (Wang et al. 2019, the local/global model gap)
+    h(τ) = ζ/β · (δ/β · ((ηβ + 1)^τ − 1) − η δ τ)   (Wang et al. 2019's model gap, × ζ/β)
 
     K = min(T_budget / max_i round_s_i,  E_budget / Σ_i round_j_i)
 
@@ -18,11 +18,14 @@ gradient variance and F0 the current loss gap (:mod:`.estimate` estimates them o
 Larger batches cut the noise but buy fewer steps; larger τ saves transfers but lets models
 drift: :mod:`.search` finds the balance.
 
-Homogeneous closed form. With h(τ) ≈ δ η² β τ (τ − 1) / 2 (first order in ηβ) and a round
+Homogeneous closed form. With h(τ) ≈ δ η² ζ τ (τ − 1) / 2 (first order in ηβ) and a round
 costing ``τ A (b + h₀) + C`` of the binding budget B, Φ separates into a term in b and one in τ::
 
     b* = η σ · sqrt(β S B / (2 F0 A)),   S = Σ p_i²
-    τ* = sqrt(2 F0 C / (η² B ρ δ β))
+    τ* = sqrt(2 F0 C / (η² B ρ δ ζ))
+
+ζ is the devices' Hessian dissimilarity (β where unknown, Wang et al.'s worst case): see
+:func:`drift`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class Estimates:
         delta: δ, gradient divergence Σ p_i ‖∇F_i − ∇F‖ (≥ 0).
         sigma2: σ², per-sample gradient variance (≥ 0).
         loss: F0, the current loss gap.
+        zeta: ζ, Hessian dissimilarity: how differently the devices' gradients change along
+            the same step, Σ p_i ‖Δ∇F_i − Δ∇F‖ / ‖Δw‖ (``None``: β, the worst case).
     """
 
     beta: float
@@ -51,6 +56,12 @@ class Estimates:
     delta: float
     sigma2: float
     loss: float
+    zeta: float | None = None
+
+    @property
+    def dissimilarity(self) -> float:
+        """ζ as the drift uses it: never above β (both bound the same gap; the tighter holds)."""
+        return self.beta if self.zeta is None else min(max(0.0, self.zeta), self.beta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +78,24 @@ class Budget:
 
 
 def drift(tau: int, lr: float, est: Estimates) -> float:
-    """h(τ): how far local models drift from the centralised one in τ steps.
+    """h(τ): how far the averaged model drifts from the centralised one in τ steps.
+
+    Wang et al.'s h(τ) scaled by ζ / β: the averaged model leaves the centralised path only as
+    far as the devices' gradients *change* differently along their diverging local paths
+    (e(s+1) ≤ (1 + ηβ) e(s) + ηζ Σ p_i ‖w_i(s) − v(s)‖ gives η²ζδτ(τ − 1)/2 to first order,
+    Wang's h with ζ for β). With ζ = β (unknown) it is Wang's h; with equal Hessians (ζ = 0)
+    local gradient descent averages to exactly the centralised path, and h is 0.
 
     >>> round(drift(2, 0.1, Estimates(beta=2.0, rho=1.0, delta=3.0, sigma2=0.0, loss=1.0)), 6)
     0.06
+    >>> round(drift(2, 0.1, Estimates(beta=2.0, rho=1.0, delta=3.0, sigma2=0.0, loss=1.0, zeta=0.5)), 6)
+    0.015
     """
     if est.beta <= 0:
         return 0.0
     x = lr * est.beta
-    return max(0.0, est.delta / est.beta * ((x + 1) ** tau - 1) - lr * est.delta * tau)
+    wang = est.delta / est.beta * ((x + 1) ** tau - 1) - lr * est.delta * tau
+    return max(0.0, wang * est.dissimilarity / est.beta)
 
 
 def rounds_affordable(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], budget: Budget) -> float:
@@ -134,6 +154,6 @@ def closed_form(shape: RoundShape, shares: Sequence[float], est: Estimates, lr: 
     """
     s = sum(p * p for p in shares)
     b = lr * math.sqrt(est.sigma2 * est.beta * s * shape.budget / (2 * est.loss * shape.per_sample))
-    denominator = lr * lr * shape.budget * est.rho * est.delta * est.beta
+    denominator = lr * lr * shape.budget * est.rho * est.delta * est.dissimilarity
     tau = math.sqrt(2 * est.loss * shape.per_round / denominator) if denominator > 0 else math.inf
     return tau, b

@@ -1,4 +1,4 @@
-"""Online estimates of β, ρ, δ and σ² from what updates carry, smoothed over rounds.
+"""Online estimates of β, ρ, δ, σ² and ζ from what updates carry, smoothed over rounds.
 
 As in DYNAMITE (and Wang et al. 2019, whose estimators it uses), every quantity comes from
 consecutive models and gradients. fedfit's updates carry trained parameters, the steps taken,
@@ -24,6 +24,13 @@ and from one round (t) to the next (t+1)::
     σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
          devices in both rounds; n_i = samples processed): the part of a device's gradient
          change its smoothness does not explain is mini-batch noise of variance σ²/n.
+    ζ  = Σ p_i ‖Δg_i − Δg‖ / ‖Δw‖      Hessian dissimilarity: how differently the devices'
+         gradients change along the same step (Δg_i = g_i(t+1) − g_i(t), Δg = Σ p_i Δg_i over
+         the devices in both rounds); it is what makes the averaged model drift
+         (:func:`~fedfit.policy.dynamite.bound.drift`). Mini-batch noise is left in (it can only
+         raise ζ, and the bound caps ζ at β): σ² is fitted to the residual of a *common* β, so
+         it absorbs exactly the curvature differences ζ measures, and subtracting it would
+         cancel them.
 
 Each raw estimate enters an exponential moving average ``x ← α x + (1 − α) x_new``. Pure
 functions on flat tensors: the planner flattens parameters.
@@ -65,6 +72,19 @@ def smoothness(g_prev: torch.Tensor, g_now: torch.Tensor, w_prev: torch.Tensor, 
     step = float(torch.linalg.vector_norm(w_now - w_prev))
     signal = float(torch.linalg.vector_norm(g_now - g_prev)) ** 2 - noise
     return None if step <= 0 or signal <= 0 else math.sqrt(signal) / step
+
+
+def dissimilarity(changes: Sequence[tuple[torch.Tensor, float]], step: float) -> float | None:
+    """ζ from each device's gradient change (Δg_i, p_i) less the share-weighted mean change.
+
+    >>> dissimilarity([(torch.tensor([3.0, 4.0]), 0.5), (torch.tensor([-3.0, -4.0]), 0.5)], 2.0)
+    2.5
+    """
+    total = sum(p for _, p in changes)
+    if step <= 0 or total <= 0:
+        return None
+    mean = sum((p / total * dg for dg, p in changes), torch.zeros_like(changes[0][0]))
+    return sum(p / total * float(torch.linalg.vector_norm(dg - mean)) for dg, p in changes) / step
 
 
 def lipschitz(g: torch.Tensor) -> float:
@@ -123,7 +143,7 @@ class EstimatorState:
     """The smoothed estimates and the last observation (to pair with the next).
 
     Attributes:
-        beta, rho, delta, sigma2, loss: smoothed estimates (``None``: not yet estimated).
+        beta, rho, delta, sigma2, loss, zeta: smoothed estimates (``None``: not yet estimated).
         last: the previous observation; its global gradient is ``last_g``.
         last_g: the previous global gradient.
     """
@@ -133,6 +153,7 @@ class EstimatorState:
     delta: float | None = None
     sigma2: float | None = None
     loss: float | None = None
+    zeta: float | None = None
     last: RoundObservation | None = None
     last_g: torch.Tensor | None = None
 
@@ -143,7 +164,7 @@ class EstimatorState:
 
         return Estimates(beta=pick(self.beta, prior.beta), rho=pick(self.rho, prior.rho),
                          delta=pick(self.delta, prior.delta), sigma2=pick(self.sigma2, prior.sigma2),
-                         loss=pick(self.loss, prior.loss))
+                         loss=pick(self.loss, prior.loss), zeta=self.zeta if self.zeta is not None else prior.zeta)
 
 
 def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> EstimatorState:
@@ -170,5 +191,6 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
     changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
     sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
+    zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _, _), i in zip(changes, common)], step)
     return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
-                               sigma2=smooth(state.sigma2, sigma2, holding))
+                               sigma2=smooth(state.sigma2, sigma2, holding), zeta=smooth(state.zeta, zeta, holding))

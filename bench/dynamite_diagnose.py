@@ -1,0 +1,132 @@
+"""Why online DYNAMITE trails the best fixed (b, τ): its estimates against the true values, and
+the bound's drift term switched off.
+
+Two measurements on examples/dynamite.yaml (30 virtual seconds, online DYNAMITE):
+
+* ``--truth``: after every round, the full-data gradient of every device at the new global
+  model gives the true ρ = ‖∇F(w)‖, δ = Σ p_i ‖∇F_i(w) − ∇F(w)‖, the loss F(w) and the
+  gradient secant β between consecutive global models; printed beside the planner's
+  smoothed estimates and the τ it planned.
+* ``--ablation``: online DYNAMITE as built, then with the bound's drift term ρ·h(τ)/(ητ) set
+  to zero (a diagnostic only: no config reaches it), then with h(τ) replaced by its first-order
+  form δη²βτ(τ−1)/2 (the one the closed form uses); time to the target and the τ planned.
+
+    PYTHONPATH=src python bench/dynamite_diagnose.py --seeds 0 1 2 [--truth] [--ablation]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from unittest import mock
+
+import torch
+from torch.func import functional_call
+
+from fedfit.config import ExperimentConfig, load_config, with_overrides
+from fedfit.experiment import built
+from fedfit.policy.dynamite.bound import Estimates
+from fedfit.policy.dynamite.planner import DynamitePlanner, flatten
+from fedfit.strategies import apply_strategy
+from fedfit.types import Params
+
+BUDGET_S = 30.0
+
+
+def config(seed: int) -> ExperimentConfig:
+    base = load_config("examples/dynamite.yaml")
+    overrides = {"seed": seed, "orchestration.rounds": 1000, "dynamite.budget_time_s": BUDGET_S}
+    return apply_strategy(with_overrides(base, overrides), "dynamite-online")
+
+
+def full_gradients(module: torch.nn.Module, params: Params, data: list) -> list[tuple[torch.Tensor, int, float]]:
+    """Per device: the gradient of its mean cross-entropy on all it holds, its size, its loss."""
+    names = sorted(n for n, _ in module.named_parameters())
+    out = []
+    for d in data:
+        ps = {n: params[n].detach().clone().float().requires_grad_(True) for n in names}
+        x, y = torch.as_tensor(d.x).float(), torch.as_tensor(d.y).long()
+        loss = torch.nn.functional.cross_entropy(functional_call(module, ps, (x,)), y)
+        grads = torch.autograd.grad(loss, [ps[n] for n in names])
+        out.append((torch.cat([g.reshape(-1) for g in grads]).double(), len(d.y), float(loss.detach())))
+    return out
+
+
+def truth(seed: int) -> None:
+    print(f"\ndigits seed {seed}: TRUE beta rho delta F | estimated beta rho delta loss | tau planned")
+    with built(config(seed)) as exp:
+        planner = exp.orchestrator.observer
+        assert isinstance(planner, DynamitePlanner)
+        module, prev = exp.workload.module(1.0), None
+        for outcome in exp.orchestrator.rounds(exp.initial_params):
+            r = outcome.report
+            if r.virtual_time_s > BUDGET_S:
+                break
+            per_device = full_gradients(module, outcome.params, exp.workload.data.train)
+            total = sum(n for _, n, _ in per_device)
+            g = sum((gi * n / total for gi, n, _ in per_device), torch.zeros_like(per_device[0][0]))
+            w = flatten(outcome.params)
+            delta = sum(n / total * float(torch.linalg.vector_norm(gi - g)) for gi, n, _ in per_device)
+            loss = sum(n / total * f for _, n, f in per_device)
+            beta = float(torch.linalg.vector_norm(g - prev[0]) / torch.linalg.vector_norm(w - prev[1])) \
+                if prev is not None else float("nan")
+            prev = (g, w)
+            e = planner.estimator.estimates(planner.settings.prior)
+            print(f"  t={r.virtual_time_s:5.1f} acc={r.accuracy or 0:.3f}  {beta:6.3f} {float(g.norm()):6.3f} "
+                  f"{delta:6.3f} {loss:6.3f} | {e.beta:6.3f} {e.rho:6.3f} {e.delta:6.3f} {e.loss:6.3f} | "
+                  f"{planner.history[-1][1]}", flush=True)
+
+
+def _first_order(tau: int, lr: float, est: Estimates) -> float:
+    return est.delta * lr * lr * est.beta * tau * (tau - 1) / 2
+
+
+@contextmanager
+def drift_replaced(drift: Callable[[int, float, Estimates], float] | None) -> Iterator[None]:
+    """The bound's h(τ) replaced in both modules that evaluate it (``None``: as built)."""
+    if drift is None:
+        yield
+        return
+    bound_module, search_module = (sys.modules[f"fedfit.policy.dynamite.{m}"] for m in ("bound", "search"))
+    with mock.patch.object(bound_module, "drift", drift), mock.patch.object(search_module, "drift", drift):
+        yield
+
+
+def ablation(seed: int) -> None:
+    variants: dict[str, Callable[[int, float, Estimates], float] | None] = {
+        "as built": None, "drift term off": lambda tau, lr, est: 0.0, "first-order h": _first_order}
+    print(f"\ndigits seed {seed}: variant, s to 0.80, accuracy at {BUDGET_S:.0f} s, tau planned per round")
+    for name, drift in variants.items():
+        cfg, hit, accuracy, taus = config(seed), None, 0.0, []
+        with drift_replaced(drift), built(cfg) as exp:
+            planner = exp.orchestrator.observer
+            assert isinstance(planner, DynamitePlanner)
+            for outcome in exp.orchestrator.rounds(exp.initial_params):
+                r = outcome.report
+                if r.virtual_time_s > BUDGET_S:
+                    break
+                accuracy = r.accuracy if r.accuracy is not None else accuracy
+                taus.append(planner.history[-1][1])
+                if hit is None and accuracy >= cfg.evaluation.target_accuracy:
+                    hit = r.virtual_time_s
+        shown = "-" if hit is None else f"{hit:.1f}"
+        print(f"  {name:15s} {shown:>5s} {accuracy:.3f}  {taus}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--truth", action="store_true")
+    parser.add_argument("--ablation", action="store_true")
+    args = parser.parse_args()
+    for seed in args.seeds:
+        if args.truth:
+            truth(seed)
+        if args.ablation:
+            ablation(seed)
+
+
+if __name__ == "__main__":
+    main()
