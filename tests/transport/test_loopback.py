@@ -30,7 +30,7 @@ def config(tmp_path: Path, rounds: int, devices: int) -> Path:
                     "max_test_samples": 150},
            "fleet": {"tiers": {"flagship_phone": devices}}, "training": {"batch_size": 10, "lr": 0.1},
            "orchestration": {"rounds": rounds, "clients_per_round": devices},
-           "deploy": {"poll_wait_s": 1.0, "linger_s": 2.0, "heartbeat_timeout_s": 60.0}}
+           "deploy": {"poll_wait_s": 1.0, "linger_s": 10.0, "heartbeat_timeout_s": 60.0}}
     path = tmp_path / "deploy.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path

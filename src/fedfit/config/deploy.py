@@ -17,4 +17,4 @@ class DeployConfig(Section):
     heartbeat_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     task_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     poll_wait_s: Annotated[float, Field(gt=0, le=60)] = 10.0
-    linger_s: Annotated[float, Field(ge=0)] = 3.0
+    linger_s: Annotated[float, Field(ge=0)] = 10.0
