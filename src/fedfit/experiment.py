@@ -231,8 +231,7 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack=attack_spec(config, profiles),
                             stream=stream_spec(config, profiles), data=own)
     workload = Workload(recipe, data)
-    torch.manual_seed(config.seed)
-    initial = {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
+    initial = initial_params(config, spec)
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
     executor = _executor(config, recipe, workload)
@@ -246,12 +245,41 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     fleet = SimulatedFleet(profiles=profiles, traces=traces,
                            num_examples=num_examples, costs=costs, memory=memory,
                            executor=executor, adapter=dynamic, examples_at=stream.size if stream else None)
-    predictor = TaskPredictor(costs, memory, num_examples)
     submodels = exchange(spec, config.width.indices, config.seed)
-    registry = enrol(fleet)
     sizes: Callable[[float], list[int]] = (lambda now_s: [stream.size(d, now_s) for d in range(len(profiles))]) \
         if stream else (lambda now_s: num_examples)
-    dynamite = dynamite_planner(config, dynamic, registry, costs, memory, sizes, initial)
+    orchestrator, planner, registry = orchestrate(
+        config, fleet, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
+        profiles=profiles, initial=initial, dynamic=dynamic, submodels=submodels, sizes=sizes)
+    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
+                      auto=auto, stream=stream)
+
+
+def initial_params(config: ExperimentConfig, spec: ModelSpec) -> Params:
+    """The run's starting model, drawn from the config's seed (the same in simulation and deployment)."""
+    torch.manual_seed(config.seed)
+    return {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
+
+
+def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, spec: ModelSpec,
+                costs: Callable[[float], ModelCost], memory: MemoryModel, num_examples: list[int],
+                profiles: list[DeviceProfile], initial: Params, dynamic: DynamicBatchPlanner | None,
+                submodels: SubModelExchange, sizes: Callable[[float], list[int]] | None = None,
+                ) -> tuple[SyncOrchestrator | AsyncOrchestrator, WidthPlanner, Registry]:
+    """The registry, planner stack and orchestrator of ``config`` over ``fleet``, simulated or over
+    the network (:mod:`fedfit.transport.assemble`): one wiring for both.
+
+    Args:
+        sizes: each device's data size at a time (streaming data); ``None``: ``num_examples``.
+
+    Returns:
+        The orchestrator (its rule's ``combine`` set by the config's security section), the
+        planner stack (width outermost) and the registry enrolled from ``fleet``.
+    """
+    predictor = TaskPredictor(costs, memory, num_examples)
+    registry = enrol(fleet)  # first plans from each profile's suggestion, later ones from its reports
+    dynamite = dynamite_planner(config, dynamic, registry, costs, memory,
+                                sizes or (lambda now_s: num_examples), initial)
     batch = dynamite or _with_history(dynamic, registry)
     planner = _width_planner(config, _planner(config, predictor, batch, costs, memory, spec),
                              profiles, num_examples, costs, memory)
@@ -259,8 +287,7 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry,
                                  dynamite)
     orchestrator.rule = dataclasses.replace(orchestrator.rule, combine=security_combine(config, workload))
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
-                      auto=auto, stream=stream)
+    return orchestrator, planner, registry
 
 
 def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:

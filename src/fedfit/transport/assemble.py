@@ -19,9 +19,8 @@ from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData
 from fedfit.devices import Registry, TIERS
-from fedfit.experiment import (
-    _dynamic_planner, _evaluator, _orchestrator, _planner, _width_planner, _with_history, data_kwargs, fleet_profiles,
-)
+from fedfit.experiment import _dynamic_planner, data_kwargs, fleet_profiles, initial_params, orchestrate
+from fedfit.sources import model_spec
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator
 from fedfit.orchestration.cohort import enrol
@@ -43,17 +42,6 @@ def device_profile(config: ExperimentConfig, slot: int, report: ProfileReport) -
                                cpu_cores=report.cpu_cores)
 
 
-def model_spec(config: ExperimentConfig, input_shape: tuple[int, ...], num_classes: int) -> ModelSpec:
-    return ModelSpec(config.model.name, input_shape, num_classes, config.model.width, config.model.norm,
-                     config.width.scaler)
-
-
-def initial_params(config: ExperimentConfig, spec: ModelSpec) -> Params:
-    """The run's starting model (the same draw as ``fedfit run``)."""
-    torch.manual_seed(config.seed)
-    return {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
-
-
 @dataclass
 class Deployed:
     spec: ModelSpec
@@ -65,21 +53,19 @@ class Deployed:
 
 def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[DeviceProfile],
              num_examples: list[int], data: FederatedData) -> Deployed:
-    """The orchestrator of ``config`` over ``fleet_`` (``data``: the config's, for evaluation)."""
+    """The orchestrator of ``config`` over ``fleet_`` (``data``: the config's, for evaluation): the
+    same registry, planner stack, rule and orchestrator as ``fedfit run`` (:func:`fedfit.experiment.orchestrate`)."""
     t = config.training
     recipe_data = tuple(sorted(data_kwargs(config).items()))
-    spec = model_spec(config, data.input_shape, data.num_classes)
+    spec = model_spec(config, data, None)
     optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
     workload = Workload(WorkloadRecipe(spec, recipe_data, config.seed, optimizer), data)
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
-    dynamic = _dynamic_planner(config, costs, memory, num_examples)
-    predictor = TaskPredictor(costs, memory, num_examples)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
-    registry = enrol(fleet_)  # first plans from each profile's suggestion, later ones from its reports
-    planner = _width_planner(config, _planner(config, predictor, _with_history(dynamic, registry), costs, memory,
-                                              spec), profiles, num_examples, costs, memory)
-    orchestrator = _orchestrator(config, fleet_, planner, predictor, _evaluator(workload, config.width.calibration_samples),
-                                 dynamic, submodels, registry)
+    orchestrator, _, registry = orchestrate(
+        config, fleet_, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
+        profiles=profiles, initial=initial_params(config, spec),
+        dynamic=_dynamic_planner(config, costs, memory, num_examples), submodels=submodels)
     return Deployed(spec, workload, orchestrator, submodels, registry)

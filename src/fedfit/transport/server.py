@@ -29,7 +29,9 @@ from fedfit.report.summary import report_record
 from fedfit.report.run_dir import strict_json
 from fedfit.data import build_federated_data
 from fedfit.experiment import data_kwargs
-from fedfit.transport.assemble import Deployed, assemble, device_profile, initial_params, model_spec
+from fedfit.experiment import initial_params
+from fedfit.sources import model_spec
+from fedfit.transport.assemble import Deployed, assemble, device_profile
 from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import decode, encode, split_masks
 from fedfit.transport.fleet import InFlight, NetworkFleet, Queued
@@ -70,7 +72,7 @@ class ServerRun:
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.data = build_federated_data(**data_kwargs(config))
-        self.spec = model_spec(config, self.data.input_shape, self.data.num_classes)
+        self.spec = model_spec(config, self.data, None)
         self.coord.config_body = {"config": config.model_dump(mode="json"), "spec": _spec_record(self.spec)}
 
     def model_path(self, version: int) -> Path:
