@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	# torch first, pinned, so nothing pulls a multi-GB CUDA build
 	$(VPY) -m pip install -q torch==2.13.0
-	$(VPY) -m pip install -q -e ".[test]"
+	$(VPY) -m pip install -q -e ".[test,ray,flower]"
 	touch $(STAMP)
 
 # Fashion-MNIST comes from Debian's dataset-fashion-mnist where apt is usable as root.
