@@ -14,6 +14,10 @@ and SecAgg's bytes and time per device and dropout tolerance for the model's upd
 
     PYTHONPATH=src .venv/bin/python bench/security.py [--dataset digits] [--rounds 15] [--json out.json]
         [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp local secagg]
+        [--hetero none|width|partial] [--max-train N] [--defences fedavg median ...]
+
+``--hetero`` runs everything on heterogeneous updates (random-width sub-models, or partial
+training's element masks); robust rules, DP and SecAgg then work per held coordinate.
 """
 
 from __future__ import annotations
@@ -38,6 +42,13 @@ ATTACKS: dict[str, dict[str, Any]] = {
     "random": {"attack.kind": "random"},
     "label_flip": {"attack.kind": "label_flip"},
     "backdoor": {"attack.kind": "backdoor", "attack.boost": 5.0},
+}
+#: Heterogeneous updates (``--hetero``): random widths 1, ½, ¼ per device and round (HeteroFL
+#: sub-models), or partial training (each device trains a random half of the elements: masks).
+HETERO: dict[str, dict[str, Any]] = {
+    "none": {},
+    "width": {"width.mode": "random", "width.widths": [1.0, 0.5, 0.25]},
+    "partial": {"memory.mode": "all", "memory.techniques": ["partial"], "memory.partial.keep_fraction": 0.5},
 }
 DEFENCES: dict[str, dict[str, Any]] = {
     "fedavg": {},
@@ -168,10 +179,17 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", nargs="*", default=None, help="attack grid rows to run (clean, scale, ...)")
     ap.add_argument("--sections", nargs="*", default=["grid", "dp", "local", "secagg"])
+    ap.add_argument("--hetero", choices=sorted(HETERO), default="none", help="heterogeneous updates for every run")
+    ap.add_argument("--max-train", type=int, default=None, help="cap the training set (small runs)")
+    ap.add_argument("--defences", nargs="*", default=None, help="defences of the grid (default: all)")
     args = ap.parse_args()
+    size = {"data.max_train_samples": args.max_train} if args.max_train else {}
     base = with_overrides(load_config(args.config), {
         "data.dataset": args.dataset, "orchestration.rounds": args.rounds, "output.plots": False,
-        "output.progress": False})
+        "output.progress": False, **size, **HETERO[args.hetero]})
+    if args.defences is not None:
+        for name in set(DEFENCES) - set(args.defences):
+            del DEFENCES[name]
     t0, out = time.perf_counter(), dict[str, Any]()
     if "grid" in args.sections:
         out["grid"] = attack_grid(base, args.only)
