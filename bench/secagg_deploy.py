@@ -44,7 +44,7 @@ def config(dataset: str, model: str, devices: int, widths: list[float] | None) -
         "fleet": {"tiers": {"flagship_phone": devices}}, "training": {"batch_size": 10, "lr": 0.1},
         "orchestration": {"rounds": 1, "clients_per_round": devices},
         "privacy": {"secure_aggregation": {"enabled": True, "threshold": 0.5, "min_cohort": 3,
-                                           "phase_timeout_s": 5.0}},
+                                           "phase_timeout_s": 30.0}},
         "deploy": {"poll_wait_s": 1.0, "linger_s": 6.0, "heartbeat_timeout_s": 60.0}}
     if dataset == "fashion_mnist":
         raw["data"]["path"] = "/usr/share/datasets/fashion-mnist"

@@ -62,3 +62,12 @@ def test_secagg_with_a_robust_rule_is_a_one_line_error_saying_why(robust: dict[s
 
 def test_secagg_with_central_dp_is_allowed() -> None:
     check_security(parse_config(secagg(central={"enabled": True, "noise_multiplier": 1.0})))
+
+
+def test_a_late_cohort_of_an_earlier_round_is_not_folded_into_a_later_one() -> None:
+    master = {"w": torch.tensor([0.0])}
+    sums = CohortSums()
+    one = torch.tensor([1.0], dtype=torch.float64)
+    sums.add(3, {"w": 9 * one}, {"w": one})
+    sums.add(4, {"w": 2 * one}, {"w": one})
+    assert SummedAggregate(sums)(master, [])["w"].tolist() == [2.0]

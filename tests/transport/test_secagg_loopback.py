@@ -39,7 +39,7 @@ def raw_config() -> dict[str, object]:
             "fleet": {"tiers": {"flagship_phone": DEVICES}}, "training": {"batch_size": 10, "lr": 0.1},
             "orchestration": {"rounds": 1, "clients_per_round": DEVICES},
             "privacy": {"secure_aggregation": {"enabled": True, "threshold": 0.5, "min_cohort": 3,
-                                               "phase_timeout_s": 4.0}},
+                                               "phase_timeout_s": 20.0}},
             "deploy": {"poll_wait_s": 1.0, "linger_s": 8.0, "heartbeat_timeout_s": 30.0}}
 
 

@@ -163,6 +163,8 @@ class SecAggHub:
             self._fail([(m.task_id, m.device) for m in members], FailureCause.OFFLINE,
                        f"secure aggregation aborted: {session.detail}")
             return
+        if all(self.fleet.in_flight(m.task_id) is None for m in members):
+            return  # the round closed without them (deadline): the sum would land in a later round
         num = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in self.template.items() if v.is_floating_point()}
         den = {n: torch.zeros_like(t) for n, t in num.items()}
         fold(num, den, session.total, session.coords, uniform=False)

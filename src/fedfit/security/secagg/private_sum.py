@@ -93,9 +93,11 @@ class CohortSums:
             self._parts.append((round_, num, den))
 
     def take(self, master: Params) -> tuple[Sums, Sums]:
-        """Every sum added since the last call, added together (zeros when none)."""
+        """The sums of the newest round added since the last call, added together (zeros when none)."""
         with self._lock:
             parts, self._parts = self._parts, []
+        newest = max((r for r, _, _ in parts), default=0)
+        parts = [p for p in parts if p[0] == newest]
         num = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in master.items() if v.is_floating_point()}
         den = {n: torch.zeros_like(t) for n, t in num.items()}
         for _, n_part, d_part in parts:
