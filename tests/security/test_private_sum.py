@@ -41,8 +41,9 @@ def test_it_draws_the_same_noise_as_dp_fedavg_on_plain_updates_even_with_dropout
 def test_the_deployed_combine_averages_the_sums_it_was_given_and_empties_them() -> None:
     master = {"w": torch.tensor([5.0, 5.0])}
     sums = CohortSums()
-    sums.add(0, {"w": torch.tensor([6.0, 0.0], dtype=torch.float64)}, {"w": torch.tensor([3.0, 0.0], dtype=torch.float64)})
-    sums.add(0, {"w": torch.tensor([2.0, 0.0], dtype=torch.float64)}, {"w": torch.tensor([1.0, 0.0], dtype=torch.float64)})
+    f64 = torch.float64
+    sums.add(0, {"w": torch.tensor([6.0, 0.0], dtype=f64)}, {"w": torch.tensor([3.0, 0.0], dtype=f64)})
+    sums.add(0, {"w": torch.tensor([2.0, 0.0], dtype=f64)}, {"w": torch.tensor([1.0, 0.0], dtype=f64)})
     out = SummedAggregate(sums)(master, [])["w"]
     assert out.tolist() == [2.0, 5.0]  # (6 + 2) / (3 + 1); nobody held the second coordinate
     assert SummedAggregate(sums)(master, [])["w"].tolist() == [5.0, 5.0]

@@ -39,6 +39,7 @@ from fedfit.transport.secagg_vectors import in_master, template_of, unpack
 from fedfit.types import TrainPlan, Update
 
 POLL_S = 0.2
+ORDER: list[Phase] = ["keys", "shares", "masked", "unmask", "done", "aborted"]
 
 
 class _Channel:
@@ -61,12 +62,15 @@ class _Channel:
         Raises:
             Refused: the cohort aborted (409 ``secagg_aborted``) or the server dropped the task.
         """
+        last = max(ORDER.index(p) for p in phases)
         while True:
             status = SecAggStatus.model_validate_json(self.call("GET", ""))
             if status.phase in phases:
                 return status
             if status.phase == "aborted":
                 raise Refused(409, "secagg_aborted", status.detail)
+            if ORDER.index(status.phase) > last:  # the cohort went on without this device (too slow)
+                raise Refused(409, "secagg_left_out", f"the cohort moved on to phase '{status.phase}'")
             time.sleep(POLL_S)
 
 

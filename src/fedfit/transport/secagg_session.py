@@ -69,15 +69,17 @@ class Session:
         self._packed = pack(coords)
 
     def status(self, device: int) -> SecAggStatus:
-        """What ``device`` may know now."""
-        base = SecAggStatus(phase=self.phase, detail=self.detail, threshold=self.t, length=self.length,
-                            roster={d: (c.hex(), s.hex()) for d, (c, s) in self.server.roster.items()},
-                            coords=self._packed)
-        if self.phase in ("shares", "aborted", "keys"):
-            return base
-        inbox = {s: box.hex() for s, box in self.server.inboxes.get(device, {}).items() if s in self.shared}
-        survivors = sorted(self.server.alive) if self.phase in ("unmask", "done") else []
-        return base.model_copy(update={"shared": sorted(self.shared), "inbox": inbox, "survivors": survivors})
+        """What ``device`` needs in the current phase (each phase's inputs are sent in that phase only)."""
+        base = SecAggStatus(phase=self.phase, detail=self.detail, threshold=self.t, length=self.length)
+        if self.phase == "shares":
+            roster = {d: (c.hex(), s.hex()) for d, (c, s) in self.server.roster.items()}
+            return base.model_copy(update={"roster": roster})
+        if self.phase == "masked":
+            return base.model_copy(update={"coords": self._packed, "shared": sorted(self.shared)})
+        if self.phase == "unmask":
+            inbox = {s: box.hex() for s, box in self.server.inboxes.get(device, {}).items() if s in self.shared}
+            return base.model_copy(update={"inbox": inbox, "survivors": sorted(self.server.alive)})
+        return base
 
     # -- requests ---------------------------------------------------------------------------------
     def shares(self, device: int, body: SharesBody) -> None:
