@@ -66,6 +66,7 @@ class SecAggHub:
 
     # -- requests ---------------------------------------------------------------------------------
     def advertise(self, device: int, task_id: str, body: KeysBody) -> SecAggStatus:
+        self.fleet.heartbeat(device, None)  # every SecAgg request shows the device is alive
         with self._lock:
             task = self._task(device, task_id)
             r = task.plan.round
@@ -84,21 +85,25 @@ class SecAggHub:
             return self._status(device, task_id)
 
     def status(self, device: int, task_id: str) -> SecAggStatus:
+        self.fleet.heartbeat(device, None)
         with self._lock:
             self._advance()
             return self._status(device, task_id)
 
     def shares(self, device: int, task_id: str, body: SharesBody) -> None:
+        self.fleet.heartbeat(device, None)
         with self._lock:
             self._session(task_id).shares(device, body)
             self._advance()
 
     def masked(self, device: int, task_id: str, body: bytes) -> None:
+        self.fleet.heartbeat(device, None)
         with self._lock:
             self._session(task_id).masked(device, body)
             self._advance()
 
     def reveal(self, device: int, task_id: str, body: RevealBody) -> None:
+        self.fleet.heartbeat(device, None)
         with self._lock:
             self._session(task_id).reveal(device, body)
             self._advance()
