@@ -69,14 +69,15 @@ class Session:
         self._packed = pack(coords)
 
     def status(self, device: int) -> SecAggStatus:
-        """What ``device`` needs in the current phase (each phase's inputs are sent in that phase only)."""
+        """What ``device`` needs in the current phase: that phase's inputs, until it has answered
+        (a device waiting for the others gets just the phase)."""
         base = SecAggStatus(phase=self.phase, detail=self.detail, threshold=self.t, length=self.length)
-        if self.phase == "shares":
+        if self.phase == "shares" and device not in self.shared:
             roster = {d: (c.hex(), s.hex()) for d, (c, s) in self.server.roster.items()}
             return base.model_copy(update={"roster": roster})
-        if self.phase == "masked":
+        if self.phase == "masked" and device not in self.server.alive:
             return base.model_copy(update={"coords": self._packed, "shared": sorted(self.shared)})
-        if self.phase == "unmask":
+        if self.phase == "unmask" and device not in self.revealed:
             inbox = {s: box.hex() for s, box in self.server.inboxes.get(device, {}).items() if s in self.shared}
             return base.model_copy(update={"inbox": inbox, "survivors": sorted(self.server.alive)})
         return base
