@@ -6,10 +6,12 @@ optionally with the last device exiting right after masking (``--drop``). Each d
 bytes of its SecAgg request and response bodies and the wall time from advertising its keys to
 the cohort's end; the simulated figures are :func:`fedfit.security.secagg.protocol.secure_sum`'s
 traffic for the same cohort size and vector length (binary message sizes, no HTTP/JSON/hex).
-Wall times on a shared host are indicative only.
+A device's seconds run from advertising its keys to the cohort's end, waiting for the others
+included (with ``--drop``, the ``phase_timeout_s`` the server waits for the dropped device); its
+masking-and-shares seconds are its own computation. Wall times on a shared host are indicative only.
 
     PYTHONPATH=src .venv/bin/python bench/secagg_deploy.py [--dataset digits] [--model mlp] [--devices 4]
-        [--drop] [--json out.json]
+        [--widths 1.0 0.5] [--drop] [--phase-timeout 10] [--json out.json]
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import yaml
 from fedfit.security.secagg.protocol import secure_sum
 
 SECRET = "bench-secret"
-LINE = re.compile(r"secagg task \w+: cohort of (\d+), (\d+) words, sent (\d+) B, received (\d+) B, ([\d.]+) s")
+LINE = re.compile(r"secagg task \w+: cohort of (\d+), (\d+) words, sent (\d+) B, received (\d+) B, ([\d.]+) s "
+                  r"\(([\d.]+) s masking")
 
 
-def config(dataset: str, model: str, devices: int, widths: list[float] | None) -> dict[str, Any]:
+def config(dataset: str, model: str, devices: int, widths: list[float] | None, timeout: float) -> dict[str, Any]:
     raw: dict[str, Any] = {
         "name": "secagg-deploy", "seed": 1, "model": {"name": model}, "output": {"plots": False},
         "data": {"dataset": dataset, "partition": {"kind": "iid"}, "max_train_samples": 100 * devices,
@@ -44,7 +47,7 @@ def config(dataset: str, model: str, devices: int, widths: list[float] | None) -
         "fleet": {"tiers": {"flagship_phone": devices}}, "training": {"batch_size": 10, "lr": 0.1},
         "orchestration": {"rounds": 1, "clients_per_round": devices},
         "privacy": {"secure_aggregation": {"enabled": True, "threshold": 0.5, "min_cohort": 3,
-                                           "phase_timeout_s": 30.0}},
+                                           "phase_timeout_s": timeout}},
         "deploy": {"poll_wait_s": 1.0, "linger_s": 6.0, "heartbeat_timeout_s": 60.0}}
     if dataset == "fashion_mnist":
         raw["data"]["path"] = "/usr/share/datasets/fashion-mnist"
@@ -76,8 +79,8 @@ def deployed(raw: dict[str, Any], devices: int, drop: bool) -> list[dict[str, fl
         for p in procs:
             p.wait(timeout=600)
         rows = [m.groups() for log in logs for m in LINE.finditer(log.read_text())]
-    return [{"cohort": int(c), "words": int(w), "sent_bytes": int(s_), "received_bytes": int(r), "seconds": float(t)}
-            for c, w, s_, r, t in rows]
+    return [{"cohort": int(c), "words": int(w), "sent_bytes": int(s_), "received_bytes": int(r), "seconds": float(t),
+             "crypto_seconds": float(k)} for c, w, s_, r, t, k in rows]
 
 
 def simulated(devices: int, words: int, drop: bool) -> dict[str, float]:
@@ -100,9 +103,10 @@ def main() -> None:
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--widths", type=float, nargs="*", default=None)
     ap.add_argument("--drop", action="store_true")
+    ap.add_argument("--phase-timeout", type=float, default=10.0)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    rows = deployed(config(args.dataset, args.model, args.devices, args.widths), args.devices, args.drop)
+    rows = deployed(config(args.dataset, args.model, args.devices, args.widths, args.phase_timeout), args.devices, args.drop)
     if not rows:
         sys.exit("no device finished SecAgg (see the device logs)")
     out: dict[str, Any] = {"deployed": rows}
@@ -110,7 +114,8 @@ def main() -> None:
                                                                                 for r in rows})}
     for r in rows:
         print(f"deployed: cohort {r['cohort']}, {r['words']} words ({8 * r['words']} B masked), "
-              f"sent {r['sent_bytes']} B, received {r['received_bytes']} B, {r['seconds']:.2f} s")
+              f"sent {r['sent_bytes']} B, received {r['received_bytes']} B, {r['seconds']:.2f} s "
+              f"({r['crypto_seconds']:.2f} s masking and shares)")
     for words, sim in out["simulated"].items():
         print(f"simulated: {words} words: sent {sim['sent_bytes']:.0f} B, received {sim['received_bytes']:.0f} B, "
               f"{sim['seconds_all_devices']:.2f} s for the whole cohort in one process")

@@ -79,8 +79,9 @@ def secure_upload(client: DeviceClient, config: ExperimentConfig, spec: ModelSpe
     """Take part in the SecAgg of task ``(id, model payload, update payload)``; returns a summary."""
     task_id, payload, body = task
     start, channel = time.perf_counter(), _Channel(client, task_id)
-    params, masks = split_masks(decode(body)[0])
-    report = UpdateReport.model_validate_json(decode(body)[1]["report"])
+    tensors, metadata = decode(body)
+    params, masks = split_masks(tensors)
+    report = UpdateReport.model_validate_json(metadata["report"])
     exchange, template = SubModelExchange.for_spec(spec, config.width.indices, config.seed), template_of(spec)
     update = Update(plan.device_id, plan.round, params, report.num_examples, report.samples_processed, report.steps,
                     report.micro_batch, report.accumulation_steps, report.train_loss, tuple(report.epoch_batches),
@@ -95,24 +96,31 @@ def secure_upload(client: DeviceClient, config: ExperimentConfig, spec: ModelSpe
     channel.call("POST", "/keys", f'{{"c_key":"{c_key.hex()}","s_key":"{s_key.hex()}",'
                                   f'"report":{report.model_dump_json()}}}'.encode())
     st = channel.wait({"shares"})
+    tick = time.perf_counter()
     roster = {int(d): (bytes.fromhex(c), bytes.fromhex(s)) for d, (c, s) in st.roster.items()}
     boxes = me.share_keys(roster, st.threshold, rng)
+    crypto = time.perf_counter() - tick
     channel.call("POST", "/shares", ('{"boxes":{' + ",".join(f'"{j}":"{b.hex()}"' for j, b in boxes.items())
                                      + "}}").encode())
     st = channel.wait({"masked"})
+    tick = time.perf_counter()
     words = vector(contribution, unpack(st.coords, template), uniform=False)
     me.roster = {j: roster[j] for j in st.shared}
     masked = me.masked_input(encode(words))
+    crypto += time.perf_counter() - tick
     if os.environ.get("FEDFIT_SECAGG_EXIT_BEFORE_MASKED") == "1":
         log(f"secagg task {task_id}: exiting before the masked input (fault injection)")
         os._exit(3)
     channel.call("POST", "/masked", masked.astype("<u8").tobytes(), "application/octet-stream")
     st = channel.wait({"unmask"})
+    tick = time.perf_counter()
     revealed = me.unmask(set(st.survivors), {int(s): bytes.fromhex(b) for s, b in st.inbox.items()})
+    crypto += time.perf_counter() - tick
     channel.call("POST", "/reveal", ('{"shares":{' + ",".join(
         f'"{o}":{{"kind":"{k}","x":{x},"y":"{y:x}"}}' for o, (k, (x, y)) in revealed.items()) + "}}").encode())
     channel.wait({"done"})
     seconds = time.perf_counter() - start
     log(f"secagg task {task_id}: cohort of {len(roster)}, {len(words)} words, sent {channel.sent} B, "
-        f"received {channel.received} B, {seconds:.3f} s")
-    return {"secagg": True, "sent_bytes": channel.sent, "received_bytes": channel.received, "seconds": seconds}
+        f"received {channel.received} B, {seconds:.3f} s ({crypto:.3f} s masking and shares)")
+    return {"secagg": True, "sent_bytes": channel.sent, "received_bytes": channel.received, "seconds": seconds,
+            "crypto_seconds": crypto}
