@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from fedfit.aggregation import Contribution
 from fedfit.config import ExperimentConfig
 from fedfit.experiment import _rule
 from fedfit.models import ModelSpec
@@ -36,7 +37,7 @@ from fedfit.transport.codec import decode, split_masks
 from fedfit.transport.messages import UpdateReport
 from fedfit.transport.secagg_messages import Phase, SecAggStatus
 from fedfit.transport.secagg_vectors import in_master, template_of, unpack
-from fedfit.types import TrainPlan, Update
+from fedfit.types import Params, TrainPlan, Update
 
 POLL_S = 0.2
 ORDER: list[Phase] = ["keys", "shares", "masked", "unmask", "done", "aborted"]
@@ -74,11 +75,10 @@ class _Channel:
             time.sleep(POLL_S)
 
 
-def secure_upload(client: DeviceClient, config: ExperimentConfig, spec: ModelSpec, plan: TrainPlan,
-                  task: tuple[str, bytes, bytes], log: Callable[[str], None]) -> dict[str, Any]:
-    """Take part in the SecAgg of task ``(id, model payload, update payload)``; returns a summary."""
-    task_id, payload, body = task
-    start, channel = time.perf_counter(), _Channel(client, task_id)
+def device_contribution(config: ExperimentConfig, spec: ModelSpec, plan: TrainPlan, payload: bytes,
+                        body: bytes) -> tuple[Contribution, UpdateReport, Params]:
+    """The update of ``body`` (sent ``payload``) in master coordinates with the weight the rule
+    gives it (central DP: its delta clipped, weight 1), its report, and the master template."""
     tensors, metadata = decode(body)
     params, masks = split_masks(tensors)
     report = UpdateReport.model_validate_json(metadata["report"])
@@ -90,6 +90,15 @@ def secure_upload(client: DeviceClient, config: ExperimentConfig, spec: ModelSpe
                                    _rule(config).weighting(update))
     if config.privacy.central.enabled:
         contribution = clipped_deltas(base, [contribution], config.privacy.central.clip_norm)[0]
+    return contribution, report, template
+
+
+def secure_upload(client: DeviceClient, config: ExperimentConfig, spec: ModelSpec, plan: TrainPlan,
+                  task: tuple[str, bytes, bytes], log: Callable[[str], None]) -> dict[str, Any]:
+    """Take part in the SecAgg of task ``(id, model payload, update payload)``; returns a summary."""
+    task_id, payload, body = task
+    start, channel = time.perf_counter(), _Channel(client, task_id)
+    contribution, report, template = device_contribution(config, spec, plan, payload, body)
     rng = random.SystemRandom()
     me = SecAggClient(plan.device_id, rng)
     c_key, s_key = me.advertise()
