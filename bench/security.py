@@ -13,7 +13,11 @@ local DP-SGD with fixed and dynamic batching (micro-batches per tier, out-of-mem
 and SecAgg's bytes and time per device and dropout tolerance for the model's update size.
 
     PYTHONPATH=src .venv/bin/python bench/security.py [--dataset digits] [--rounds 15] [--json out.json]
-        [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp local secagg]
+        [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp local secagg dp_secagg]
+        [--hetero none|width|partial] [--max-train N] [--defences fedavg median ...]
+
+``--hetero`` runs everything on heterogeneous updates (random-width sub-models, or partial
+training's element masks); robust rules, DP and SecAgg then work per held coordinate.
 """
 
 from __future__ import annotations
@@ -38,6 +42,13 @@ ATTACKS: dict[str, dict[str, Any]] = {
     "random": {"attack.kind": "random"},
     "label_flip": {"attack.kind": "label_flip"},
     "backdoor": {"attack.kind": "backdoor", "attack.boost": 5.0},
+}
+#: Heterogeneous updates (``--hetero``): random widths 1, ½, ¼ per device and round (HeteroFL
+#: sub-models), or partial training (each device trains a random half of the elements: masks).
+HETERO: dict[str, dict[str, Any]] = {
+    "none": {},
+    "width": {"width.mode": "random", "width.widths": [1.0, 0.5, 0.25]},
+    "partial": {"memory.mode": "all", "memory.techniques": ["partial"], "memory.partial.keep_fraction": 0.5},
 }
 DEFENCES: dict[str, dict[str, Any]] = {
     "fedavg": {},
@@ -150,6 +161,13 @@ def secagg_run(base: ExperimentConfig) -> dict[str, dict[str, float]]:
             "secagg 30% dropped": measure(base, {**sec, "privacy.secure_aggregation.dropout": 0.3})}
 
 
+def dp_secagg_rows(base: ExperimentConfig) -> dict[str, dict[str, float]]:
+    """DP-FedAvg at ε = 8 with and without SecAgg (devices clip before masking, the server noises the sum)."""
+    dp = {"attack.kind": "none", "privacy.central.enabled": True, "privacy.central.target_epsilon": 8.0}
+    return {"central DP ε=8": measure(base, dp),
+            "central DP ε=8 + SecAgg": measure(base, {**dp, "privacy.secure_aggregation.enabled": True})}
+
+
 def print_grid(grid: dict[str, dict[str, dict[str, float]]]) -> None:
     print(f"\n{'accuracy':16}" + "".join(f"{d:>11}" for d in DEFENCES))
     for case, row in grid.items():
@@ -168,10 +186,17 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", nargs="*", default=None, help="attack grid rows to run (clean, scale, ...)")
     ap.add_argument("--sections", nargs="*", default=["grid", "dp", "local", "secagg"])
+    ap.add_argument("--hetero", choices=sorted(HETERO), default="none", help="heterogeneous updates for every run")
+    ap.add_argument("--max-train", type=int, default=None, help="cap the training set (small runs)")
+    ap.add_argument("--defences", nargs="*", default=None, help="defences of the grid (default: all)")
     args = ap.parse_args()
+    size = {"data.max_train_samples": args.max_train} if args.max_train else {}
     base = with_overrides(load_config(args.config), {
         "data.dataset": args.dataset, "orchestration.rounds": args.rounds, "output.plots": False,
-        "output.progress": False})
+        "output.progress": False, **size, **HETERO[args.hetero]})
+    if args.defences is not None:
+        for name in set(DEFENCES) - set(args.defences):
+            del DEFENCES[name]
     t0, out = time.perf_counter(), dict[str, Any]()
     if "grid" in args.sections:
         out["grid"] = attack_grid(base, args.only)
@@ -192,6 +217,9 @@ def main() -> None:
         for row in out["secagg"]:
             print(row)
         print({k: round(v["acc"], 3) for k, v in out["secagg_runs"].items()})
+    if "dp_secagg" in args.sections:
+        out["dp_secagg"] = dp_secagg_rows(base)
+        print({k: (round(v["acc"], 4), round(v["eps"], 2)) for k, v in out["dp_secagg"].items()})
     print(f"total wall {time.perf_counter() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as f:

@@ -36,12 +36,14 @@ class CentralDPConfig(Section):
 
 
 class SecureAggregationConfig(Section):
-    """SecAgg (simulated): the server learns only per-cohort sums."""
+    """SecAgg: the server learns only per-cohort sums (simulated, or over HTTP in ``fedfit server``;
+    ``dropout`` is simulation only, ``phase_timeout_s`` deployment only)."""
 
     enabled: bool = False
     threshold: Annotated[float, Field(gt=0, le=1)] = 0.5
     dropout: Annotated[float, Field(ge=0, lt=1)] = 0.0
     min_cohort: PositiveInt = 3
+    phase_timeout_s: Annotated[float, Field(gt=0)] = 30.0
 
 
 class LocalDPConfig(Section):

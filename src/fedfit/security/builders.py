@@ -19,6 +19,7 @@ from fedfit.security.accountant import epsilon, noise_for_epsilon
 from fedfit.security.attacks import AttackSpec
 from fedfit.security.central_dp import CentralDP
 from fedfit.security.secagg.cohorts import SecureAggregate
+from fedfit.security.secagg.private_sum import SecureCentralDP
 from fedfit.simulation.workload import Workload
 from fedfit.training import train
 from fedfit.training.dp_sgd import LocalDP
@@ -90,9 +91,10 @@ def check_security(config: ExperimentConfig) -> None:
     """Raise :class:`ConfigError` for combinations that cannot work together."""
     r, p = config.aggregation.robust, config.privacy
     robust = r.rule != "mean" or r.clip != "none"
-    if p.secure_aggregation.enabled and (robust or p.central.enabled):
-        raise ConfigError("privacy.secure_aggregation: cannot combine with robust rules or central DP "
-                          "(both need individual updates, which SecAgg hides)")
+    if p.secure_aggregation.enabled and robust:
+        raise ConfigError("privacy.secure_aggregation: cannot combine with aggregation.robust (rule "
+                          f"'{r.rule}', clip '{r.clip}'): robust rules need each device's update and SecAgg "
+                          "shows the server only the sum")
     if p.secure_aggregation.enabled and _cohort_size(config) < p.secure_aggregation.min_cohort:
         raise ConfigError(f"privacy.secure_aggregation: an aggregation folds {_cohort_size(config)} update(s), "
                           f"fewer than min_cohort {p.secure_aggregation.min_cohort}: a sum of so few reveals them")
@@ -117,11 +119,14 @@ def security_combine(config: ExperimentConfig, workload: Workload) -> Combine:
     """The combining rule the config asks for (the plain masked average by default)."""
     check_security(config)
     p, r = config.privacy, config.aggregation.robust
+    s = p.secure_aggregation
+    secure = SecureAggregate(s.threshold, s.dropout, s.min_cohort, config.seed)
+    if p.central.enabled and s.enabled:  # devices clip before masking, the server noises the sum
+        return SecureCentralDP(secure, p.central.clip_norm, noise_multiplier(config), config.seed)
     if p.central.enabled:
         return CentralDP(p.central.clip_norm, noise_multiplier(config), config.seed)
-    if p.secure_aggregation.enabled:
-        s = p.secure_aggregation
-        return SecureAggregate(s.threshold, s.dropout, s.min_cohort, config.seed)
+    if s.enabled:
+        return secure
     settings = RobustSettings(r.rule, r.clip, r.clip_bound, r.clip_quantile, r.trim_fraction, r.byzantine,
                               r.krum_keep, r.iterations)
     return robust_combine(settings, root_update(config, workload) if r.rule == "fltrust" else None)

@@ -101,6 +101,9 @@ def create_app(coord: Coordinator, lifespan: Lifespan | None = None, poll_wait_s
         await run_in_threadpool(coord.failure, dev, task_id, body)
         return Response(status_code=204)
 
+    from fedfit.transport.secagg_routes import add_secagg_routes  # imports this module's dependencies
+    add_secagg_routes(app)
+
     @app.get("/metrics")
     async def metrics() -> dict[str, object]:
         return coord.status | {"rejected_requests": dict(coord.rejections), "finished": coord.finished}

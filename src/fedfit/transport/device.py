@@ -37,6 +37,7 @@ from fedfit.training import OptimizerConfig, train
 from fedfit.transport.assemble import device_profile
 from fedfit.transport.client import DeviceClient, Refused
 from fedfit.transport.codec import decode, encode, with_masks
+from fedfit.transport.secagg_device import secure_upload
 from fedfit.transport.messages import FailureReport, ProfileReport, StateReport, TaskMessage, UpdateReport, plan_from_record
 from fedfit.types import DeviceState, FailureCause, TrainPlan
 
@@ -161,7 +162,10 @@ class Device:
                 self.client.fail(task.task_id, FailureReport(cause=FailureCause.OUT_OF_MEMORY, detail=self._oom))
                 return
             start = time.perf_counter()
-            out = self.client.upload(task.task_id, body)
+            if self.config.privacy.secure_aggregation.enabled:
+                out = secure_upload(self.client, self.config, self.spec, plan, (task.task_id, payload, body), self.log)
+            else:
+                out = self.client.upload(task.task_id, body)
             self.monitor.record_transfer(len(body), max(time.perf_counter() - start, 1e-6))
             self.accepted.append(task.task_id)
             self.log(f"accepted task {task.task_id} round {plan.round} journal {out.get('journal_seq')}")

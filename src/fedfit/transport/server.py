@@ -31,6 +31,7 @@ from fedfit.data import build_federated_data
 from fedfit.experiment import data_kwargs
 from fedfit.experiment import initial_params
 from fedfit.sources import model_spec
+from fedfit.transport import secagg_setup
 from fedfit.transport.assemble import Deployed, assemble, device_profile
 from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import decode, encode, split_masks
@@ -106,6 +107,7 @@ class ServerRun:
         fleet = NetworkFleet(store=self.store, profiles=profiles, num_examples=examples, clock=self.clock,
                              task_timeout_s=d.task_timeout_s, heartbeat_timeout_s=d.heartbeat_timeout_s)
         dep = assemble(self.config, fleet, profiles, examples, self.data)
+        secagg_setup.install(self.config, fleet, dep, self.coord)  # cancels tasks a SecAgg run left issued
         if not self.model_path(0).exists():
             write_atomic(self.model_path(0), encode(initial_params(self.config, dep.spec)))
         progress = self.store.progress()

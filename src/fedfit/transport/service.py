@@ -25,6 +25,7 @@ from fedfit.transport.messages import (
     EnrolRequest, EnrolResponse, FailureReport, StateReport, TaskMessage, UpdateReport, plan_record,
 )
 from fedfit.transport.rejection import Rejected
+from fedfit.transport.secagg_hub import SecAggHub
 from fedfit.transport.state import DeviceRecord, ServerState, StateError
 from fedfit.types import Failure, FailureCause, TaskCost, TaskResult, Update
 
@@ -64,6 +65,7 @@ class Coordinator:
         self.rejections: Counter[str] = Counter()
         self.status: dict[str, object] = {}
         self.config_body: dict[str, object] = {}
+        self.secagg: SecAggHub | None = None  # set by the server when the run uses secure aggregation
         self._lock = threading.Lock()
 
     def reject(self, err: Rejected) -> None:
@@ -133,6 +135,8 @@ class Coordinator:
         return task
 
     def upload(self, device: int, task_id: str, body: bytes) -> int:
+        if self.secagg is not None:
+            raise Rejected(409, "secagg_required", "update: this run takes updates only through secure aggregation")
         task = self._owned(device, task_id)
         tensors, metadata = decode(body)
         params, masks = split_masks(tensors)

@@ -39,6 +39,8 @@ from fedfit.types import Params
 
 #: name → boolean mask over the master tensor.
 Coordinates = dict[str, torch.Tensor]
+#: name → float64 per-coordinate sums over the master tensor.
+Sums = dict[str, torch.Tensor]
 
 
 def cohorts(master: Params, contributions: Sequence[Contribution], min_cohort: int) -> list[tuple[list[int], bool]]:
@@ -106,6 +108,11 @@ class SecureAggregate:
     seed: int = 0
 
     def __call__(self, master: Params, contributions: Sequence[Contribution]) -> Params:
+        num, den = self.sums(master, contributions)
+        return average_of(master, num, den)
+
+    def sums(self, master: Params, contributions: Sequence[Contribution]) -> tuple[Sums, Sums]:
+        """Per floating parameter, Σ w m x and Σ w m over the cohorts that finished (SecAgg only)."""
         live = [c for c in contributions if c.weight > 0]
         num = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in master.items() if v.is_floating_point()}
         den = {n: torch.zeros_like(t) for n, t in num.items()}
@@ -121,11 +128,16 @@ class SecureAggregate:
             except SecAggAborted:
                 continue
             fold(num, den, result.total, coords, uniform)
-        out: Params = {}
-        for name, old in master.items():
-            if name not in num:
-                out[name] = old.clone()
-                continue
-            new = torch.where(den[name] > 0, num[name] / den[name].clamp_min(1e-300), old.to(torch.float64))
-            out[name] = new.to(old.dtype)
-        return out
+        return num, den
+
+
+def average_of(master: Params, num: Sums, den: Sums) -> Params:
+    """num / den where some device held the coordinate, the master's value elsewhere."""
+    out: Params = {}
+    for name, old in master.items():
+        if name not in num:
+            out[name] = old.clone()
+            continue
+        new = torch.where(den[name] > 0, num[name] / den[name].clamp_min(1e-300), old.to(torch.float64))
+        out[name] = new.to(old.dtype)
+    return out
