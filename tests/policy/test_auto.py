@@ -52,8 +52,8 @@ def test_batch_gives_the_median_device_ten_steps(median: int, batch: int) -> Non
 
 
 def test_async_when_fedbuffs_discounted_rate_beats_sync() -> None:
-    # Equal speeds, 4 devices, k = buffer = 4: sync folds 4 updates per 2 s = 2/s; FedBuff 4 / 2 s
-    # at staleness 2 × 2 / 4 = 1, each × 2^-0.5: 1.41/s. Sync.
+    # Equal speeds, 4 devices, k = 4, buffer 2: sync folds 4 updates per 2 s = 2/s; FedBuff 4 / 2 s
+    # at staleness 2 × 2 / 2 = 2, each × 3^-0.5: 1.15/s. Sync.
     assert choose_mode([2.0] * 4, 4, 0.0, None, buffer_size=2) == "sync"
     # Five at 1 s, five at 200 s, k = 2, no over-selection, deadline 2 s: sync rounds end at the
     # 2nd of 2 draws or at 2 s: E[L] = 1 + 0.75 × 1 = 1.75 s, kept E[min(2, Bin(2, ½))] = 1: 0.571/s.
@@ -91,3 +91,8 @@ def test_decide_slow_device_gets_width_and_interval_weights() -> None:
 def test_no_width_for_a_model_without_one() -> None:
     d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2, scalable_width=False)
     assert d.width_mode == "fixed" and d.participation == "interval"
+
+
+@pytest.mark.parametrize("k, n, buffer", [(6, 20, 3), (10, 30, 5), (3, 20, 2), (6, 4, 2), (6, 3, 1)])
+def test_buffer_is_half_a_cohort_at_most_half_the_trainable(k: int, n: int, buffer: int) -> None:
+    assert decide([dev(1.0)] * n, clients_per_round=k).buffer_size == buffer
