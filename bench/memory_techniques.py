@@ -15,6 +15,7 @@ For each technique on the CNN and the MLP (Adam, so optimiser state counts):
 
     PYTHONPATH=src .venv/bin/python bench/memory_techniques.py [--rounds 5] [--batch 128]
         [--models cnn,mlp]   # also resnet8, resnet20 (static batch-norm), lstm; --rounds 0: steps only
+        [--tuned] [--target 0.65]  # also fedavg-tuned's grid per model: time to target vs it
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from fedfit.models import ModelSpec
 from fedfit.models.stages import stages_of
 from fedfit.training import OptimizerConfig, train
 from fedfit.types import Techniques, TrainPlan
+from tuned_baseline import print_ratios, tuned
 
 SHAPE, CLASSES, SAMPLES = (1, 28, 28), 10, 512
 #: The residual networks train with (static) batch-norm, as they are meant to.
@@ -138,6 +140,8 @@ def predicted(model_name: str, name: str, batch: int) -> dict:
 
 #: The federated runs' data set (``--dataset``; ``digits`` where Fashion-MNIST is not installed).
 DATASET = {"name": "fashion_mnist"}
+#: Target accuracy of the federated runs (``--target``): time to it is compared with fedavg-tuned's.
+TARGET = {"accuracy": 0.65}
 
 
 def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
@@ -149,6 +153,7 @@ def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
         "model": {"name": model_name, "norm": NORM.get(model_name, "none")}, "fleet": {"tiers": {"tablet": 10}},
         "training": {"batch_size": 32, "lr": 1e-3, "optimizer": "adam"},
         "orchestration": {"rounds": rounds, "clients_per_round": 5}, "memory": memory,
+        "evaluation": {"target_accuracy": TARGET["accuracy"]},
         "output": {"plots": False, "progress": False},
     })
 
@@ -163,28 +168,36 @@ def federated(model_name: str, name: str, rounds: int) -> dict:
     config = fl_config(model_name, name, rounds)
     result = run(config)
     row = {"accuracy": result.reports[-1].accuracy, "virtual_s": result.reports[-1].virtual_time_s,
-           "bytes_up": sum(r.bytes_up for r in result.reports)}
+           "bytes_up": sum(r.bytes_up for r in result.reports), "time_to_target_s": result.summary["time_to_target_s"]}
     if "int_accuracy" in result.summary:
         row["int8_accuracy"] = result.summary["int_accuracy"]
     return row
 
 
-def table(models: list[str], rounds: int, batch: int) -> None:
+def table(models: list[str], rounds: int, batch: int, tuned_baseline: bool = False) -> None:
     print(f"models {','.join(models)}; Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
           f"{DATASET['name']} up to 3000 train / 1000 test, IID, batch 32, lr 1e-3")
     head = (f"{'model':8} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
             f"{'up KiB':>8} {'acc':>6} {'virt s':>7} {'up MiB/run':>10}")
     print(head)
     steps = measure_steps(models, batch)  # first, while nothing else ran
+    runs: dict[str, dict[str, dict]] = {}
     for m in models:
         base_p, base_m = predicted(m, "plain", batch), steps[m, "plain"]
+        runs[m] = {}
         for name in TECHNIQUES:
             p, meas, fl = predicted(m, name, batch), steps[m, name], federated(m, name, rounds)
+            runs[m][name] = fl
             acc = f"{fl['accuracy']:.3f}" + (f" (int8 {fl['int8_accuracy']:.3f})" if "int8_accuracy" in fl else "")
             print(f"{m:8} {name:15} {p['peak_bytes'] / 2**20:8.2f} {meas['peak_bytes'] / 2**20:8.2f} "
                   f"{p['flops'] / base_p['flops']:7.2f} {meas['step_s'] / base_m['step_s']:6.2f} "
                   f"{p['up_bytes'] / 1024:8.1f} {acc:>6} {fl['virtual_s']:7.1f} {fl['bytes_up'] / 2**20:10.2f}",
                   flush=True)
+    if tuned_baseline:
+        for m in models:
+            print(f"\n{m}: time to {TARGET['accuracy']:.2f}, every technique vs fedavg-tuned on the same fleet and rounds")
+            chosen, _ = tuned(fl_config(m, "plain", rounds))
+            print_ratios(chosen, runs[m])
 
 
 def main() -> None:
@@ -194,12 +207,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--models", default="cnn,mlp")
     ap.add_argument("--dataset", default="fashion_mnist", choices=["fashion_mnist", "digits"])
+    ap.add_argument("--tuned", action="store_true", help="also run fedavg-tuned's grid per model and compare")
+    ap.add_argument("--target", type=float, default=0.65, help="target accuracy of the federated runs")
     args = ap.parse_args()
-    DATASET["name"] = args.dataset
+    DATASET["name"], TARGET["accuracy"] = args.dataset, args.target
     if args.children:
         fork_children(args.children.split(","), args.batch)
     else:
-        table(args.models.split(","), args.rounds, args.batch)
+        table(args.models.split(","), args.rounds, args.batch, args.tuned)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ per-class accuracy), then the mean over the seeds.
     .venv/bin/python bench/stragglers.py [--config examples/stragglers.yaml] [--strategy NAME ...]
     .venv/bin/python bench/stragglers.py --seeds 0 1 2 3 --strategies sync-fixed32 full-stack --central 8
 
+``--tuned`` also runs ``fedavg-tuned`` per seed (its 18-point grid on the same fleet, seed and the
+config's rounds, see ``bench/tuned_baseline.py``) and prints every strategy's speed-up over it.
+
 ``--central EPOCHS`` adds, per seed, the worst-tier gap of a model trained centrally on the pooled
 training data (after each epoch from the second): the gap the tiers' label mixes alone produce.
 """
@@ -45,6 +48,7 @@ from fedfit.runner import RunResult, run
 from fedfit.strategies import apply_strategy
 from fedfit.training import evaluate, train
 from fedfit.types import TrainPlan
+from tuned_baseline import print_ratios, tuned
 
 DEFAULT = ("sync-fixed32", "sync-all", "sync-deadline", "sync-oort", "fedbuff", "fedasync", "hetero-fedavg", "fednova",
            "async-selection", "full-stack-unweighted", "full-stack")
@@ -207,6 +211,7 @@ def main() -> None:
     p.add_argument("--seeds", nargs="+", type=int, help="run each strategy once per seed (default: the config's)")
     p.add_argument("--central", type=int, default=0, metavar="EPOCHS",
                    help="with --seeds: also train a centralised reference for EPOCHS epochs per seed (0: skip)")
+    p.add_argument("--tuned", action="store_true", help="also run fedavg-tuned's grid per seed and compare")
     args = p.parse_args()
     base = load_config(args.config)
     names = (args.strategy or []) + (args.strategies or []) or list(DEFAULT)
@@ -226,6 +231,10 @@ def main() -> None:
             print(f"[seed {seed} central reference: {time.perf_counter() - t0:.0f} s wall]", flush=True)
         if not args.seeds:
             _print_single(per_seed[seed], base.evaluation.target_accuracy)
+        if args.tuned:
+            t0, (chosen, _) = time.perf_counter(), tuned(config)
+            print(f"[seed {seed} fedavg-tuned grid: {time.perf_counter() - t0:.0f} s wall]", flush=True)
+            print_ratios(chosen, per_seed[seed])
     _print_seeds(per_seed, fair, central)
 
 

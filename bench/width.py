@@ -12,7 +12,10 @@ batch-norm and the scaler; flagship, mid-range and older phones, smartwatches an
 Prints full-width accuracy, accuracy of the final master per width (static-BN calibrated),
 virtual time to the target accuracy, bytes moved, and the mean width per tier.
 
-    PYTHONPATH=src .venv/bin/python bench/width.py [--rounds 30] [--config examples/width.yaml]
+    PYTHONPATH=src .venv/bin/python bench/width.py [--rounds 30] [--config examples/width.yaml] [--tuned]
+
+``--tuned`` also runs ``fedavg-tuned`` (its 18-point grid on the same fleet, seed and rounds, see
+``bench/tuned_baseline.py``) and prints every strategy's speed-up over it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from fedfit.experiment import calibration_inputs, data_kwargs
 from fedfit.runner import run
 from fedfit.strategies import apply_strategy
 from fedfit.training.static_bn import EVAL_WIDTHS, evaluate_widths
+from tuned_baseline import print_ratios, tuned
 
 STRATEGIES = ("width-full", "width-common", "width-capability", "width-dropout")
 
@@ -89,12 +93,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="examples/width.yaml")
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--tuned", action="store_true", help="also run fedavg-tuned's grid and compare")
     args = ap.parse_args()
     base = with_overrides(load_config(args.config), {
         "orchestration.rounds": args.rounds, "output.plots": False, "output.progress": False})
     with TemporaryDirectory() as tmp:
         rows = [run_strategy(base, name, Path(tmp)) for name in STRATEGIES]
     print_table(rows, base.evaluation.target_accuracy)
+    if args.tuned:
+        chosen, _ = tuned(base)
+        print_ratios(chosen, {r["strategy"]: {"time_to_target_s": r["ttt_s"]} for r in rows})
 
 
 if __name__ == "__main__":

@@ -116,6 +116,6 @@ def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states:
     standard = config.batching.standard_batch or config.training.batch_size
     devices = outlooks(profiles, states, predictor, standard, config.training.lr)
     scalable = has_width(costs)
-    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_spread, scalable)
+    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_advantage, scalable)
     return with_overrides(config, overrides(decision)), decision
 

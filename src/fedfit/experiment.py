@@ -26,6 +26,7 @@ from fedfit.aggregation import (
     weighting,
 )
 from fedfit.autoconfig import resolve as resolve_auto
+from fedfit.autorevise import AutoReviser, auto_reviser
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
@@ -147,6 +148,7 @@ class Experiment:
     registry: Registry | None = None
     auto: AutoDecision | None = None
     stream: DataStream | None = None
+    reviser: AutoReviser | None = None
 
     @property
     def data(self) -> FederatedData:
@@ -251,8 +253,11 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     orchestrator, planner, registry = orchestrate(
         config, fleet, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
         profiles=profiles, initial=initial, dynamic=dynamic, submodels=submodels, sizes=sizes)
+    reviser = auto_reviser(config, auto)
+    if isinstance(orchestrator, SyncOrchestrator):
+        orchestrator.reviser = reviser
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
-                      auto=auto, stream=stream)
+                      auto=auto, stream=stream, reviser=reviser)
 
 
 def initial_params(config: ExperimentConfig, spec: ModelSpec) -> Params:

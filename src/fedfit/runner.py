@@ -293,6 +293,8 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
     local = _local_accuracy(exp, params)
     int8 = _export_quantised(exp, params, run_dir) if "qat" in config.memory.techniques else {}
     auto = {"auto": list(exp.auto.reasons)} if exp.auto else {}
+    if exp.reviser is not None:
+        auto["auto_revisions"] = list(exp.reviser.log)
     security = security_summary(exp, params, len(reports))
     return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto,
                       **security}

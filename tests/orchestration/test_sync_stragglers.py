@@ -75,3 +75,21 @@ def test_the_registry_records_every_result_and_each_straggler_cut_at_the_deadlin
     assert (d0.tasks, d0.completions, d0.last_update and d0.last_update.round) == (2, 2, 1)
     assert (d1.tasks, d1.failures_by_cause, d1.last_duration_s) == (2, {"deadline": 2}, 5.0)
     assert orch.registry.last_report_s(0) == 5.0  # round 1 starts when round 0's deadline struck
+
+
+def test_a_reviser_sets_each_rounds_deadline_from_the_registry() -> None:
+    fleet = FakeFleet(durations=[1.0, 8.0], deltas=[1.0, 4.0])
+    config = SyncConfig(rounds=2, clients_per_round=2, deadline_s=5.0, late_updates="drop")
+    orch = SyncOrchestrator(fleet=fleet, planner=FixedPlanner(batch_size=1), weighting=weighting("uniform"),
+                            evaluator=lambda p: (0.0, 0.0), config=config, seed=0)
+    seen: list[int] = []
+
+    def reviser(round_: int, registry: object) -> tuple[float | None, float] | None:
+        seen.append(round_)
+        return None if round_ == 0 else (10.0, 0.0)  # round 0 keeps 5 s; round 1 waits 10 s
+
+    orch.reviser = reviser  # type: ignore[assignment]
+    rounds = list(orch.rounds(scalar(0.0)))
+    assert seen == [0, 1]
+    assert rounds[0].report.failures_by_cause == {"deadline": 1}  # d1 (8 s) cut at 5 s
+    assert rounds[1].report.failures_by_cause == {} and rounds[1].report.virtual_time_s == pytest.approx(13.0)

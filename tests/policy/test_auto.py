@@ -51,16 +51,24 @@ def test_batch_gives_the_median_device_ten_steps(median: int, batch: int) -> Non
     assert choose_batch(devices) == batch
 
 
-def test_async_only_for_a_wide_spread_with_enough_trainable_devices() -> None:
-    wide = [dev(1.0)] * 5 + [dev(200.0)] * 5  # p90/p10 = 200
-    assert choose_mode(wide, buffer_size=2, async_spread=50.0) == "async"
-    assert choose_mode(wide, buffer_size=6, async_spread=50.0) == "sync"  # 10 < 2 × 6
-    assert choose_mode([dev(1.0)] * 5 + [dev(20.0)] * 5, buffer_size=2, async_spread=50.0) == "sync"
+def test_async_when_fedbuffs_discounted_rate_beats_sync() -> None:
+    # Equal speeds, 4 devices, k = 4, buffer 2: sync folds 4 updates per 2 s = 2/s; FedBuff 4 / 2 s
+    # at staleness 2 × 2 / 2 = 2, each × 3^-0.5: 1.15/s. Sync.
+    assert choose_mode([2.0] * 4, 4, 0.0, None, buffer_size=2) == "sync"
+    # Five at 1 s, five at 200 s, k = 2, no over-selection, deadline 2 s: sync rounds end at the
+    # 2nd of 2 draws or at 2 s: E[L] = 1 + 0.75 × 1 = 1.75 s, kept E[min(2, Bin(2, ½))] = 1: 0.571/s.
+    # FedBuff (buffer 2): arrivals 5.025/s; a 1 s update is 2.51 versions stale (× 0.534), a 200 s
+    # one 502.5 (× 0.0446): 5 × 0.534 + 5 × 0.000223 = 2.67/s. Async.
+    wide = [1.0] * 5 + [200.0] * 5
+    assert choose_mode(wide, 2, 0.0, 2.0, buffer_size=2) == "async"
+    assert choose_mode(wide, 2, 0.0, 2.0, buffer_size=6) == "sync"  # 10 < 2 × 6 can train
+    assert choose_mode(wide, 2, 0.0, 2.0, buffer_size=2, async_advantage=5.0) == "sync"  # 2.67 < 5 × 0.571
 
 
 def test_decide_on_a_small_fleet() -> None:
     devices = [dev(1.0), dev(2.0), dev(3.0), dev(math.inf, fixed=2000)]
     d = decide(devices, clients_per_round=2)
+    # sync 2 updates per E[2nd of 3 draws of (1, 2, 3)] = 2 s: 1/s; FedBuff (buffer 1) 0.956/s
     assert d.mode == "sync" and d.buffer_size == 1
     assert d.deadline_s == pytest.approx(3.125)  # 1.25 × p75 of (1, 2, 3) = 1.25 × 2.5
     assert d.over_selection == pytest.approx(0.333)  # 3 of 4 on time
@@ -73,10 +81,18 @@ def test_decide_on_a_small_fleet() -> None:
 
 def test_decide_slow_device_gets_width_and_interval_weights() -> None:
     d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2)
-    # deadline 1.25 × p75(1, 1, 1, 10) = 1.25 × 3.25; 10 s > 2 × 4.06 s
+    # deadline 1.25 × p75(1, 1, 1, 10) = 1.25 × 3.25; 10 s > 2 × 4.06 s. Mode: sync invites 3 (1/3
+    # over-selection), kept E[min(2, Bin(3, ¾))] = 117/64, E[L] = 1 + 3.0625 × 10/64: 1.24/s; FedBuff
+    # (buffer 2) 3 × 2.55^-0.5 + 15.5... : 1.90/s — async
+    assert d.mode == "async"
     assert d.width_mode == "capability" and d.participation == "interval" and d.memory_mode == "off"
 
 
 def test_no_width_for_a_model_without_one() -> None:
     d = decide([dev(1.0), dev(1.0), dev(1.0), dev(10.0)], clients_per_round=2, scalable_width=False)
     assert d.width_mode == "fixed" and d.participation == "interval"
+
+
+@pytest.mark.parametrize("k, n, buffer", [(6, 20, 3), (10, 30, 5), (3, 20, 2), (6, 4, 2), (6, 3, 1)])
+def test_buffer_is_half_a_cohort_at_most_half_the_trainable(k: int, n: int, buffer: int) -> None:
+    assert decide([dev(1.0)] * n, clients_per_round=k).buffer_size == buffer

@@ -292,4 +292,5 @@ class AutoConfig(Section):
     the keys it decides (:data:`fedfit.autoconfig.DECIDED_KEYS`)."""
 
     enabled: bool = False
-    async_spread: Annotated[float, Field(gt=1.0)] = 50.0
+    async_advantage: Annotated[float, Field(gt=0)] = 1.0
+    revise_after: PositiveInt | None = 2

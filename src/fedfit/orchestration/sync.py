@@ -20,6 +20,7 @@ round (:class:`~fedfit.orchestration.liveness.Liveness`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
@@ -41,6 +42,9 @@ from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult,
 
 #: Evaluates parameters: returns (accuracy, loss).
 Evaluator = Callable[[Params], tuple[float, float]]
+
+#: A round's (deadline, over-selection) from the registry at its start; ``None``: the configured ones.
+Reviser = Callable[[int, Registry], tuple[float | None, float] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,10 @@ class SyncOrchestrator:
     ``registry`` (default: the fleet's devices enrolled) receives the idle devices' states at
     each round's start and every finished task (stragglers cancelled at the deadline as
     ``deadline`` failures); plans and the cohort's selection read it. ``observer`` (DYNAMITE's
-    planner) is told of every aggregation.
+    planner) is told of every aggregation. ``reviser`` (``auto``'s, set after construction) is
+    asked at each round's start for that round's deadline and over-selection from the registry;
+    ``None`` from it keeps the configured ones. It reads only the registry, so a resumed run
+    revises exactly as the unbroken one.
     """
 
     def __init__(self, *, fleet: Fleet, planner: Planner, weighting: Weighting, evaluator: Evaluator,
@@ -121,6 +128,13 @@ class SyncOrchestrator:
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
+        self.reviser: Reviser | None = None
+        self._configured = config
+
+    def _revise(self, r: int) -> None:
+        revised = self.reviser(r, self.registry) if self.reviser is not None else None
+        self.config = self._configured if revised is None else dataclasses.replace(
+            self._configured, deadline_s=revised[0], over_selection=revised[1])
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.rounds`` rounds from ``params``, yielding each finished round."""
@@ -146,6 +160,7 @@ class SyncOrchestrator:
                                                       wall_s=time.perf_counter() - wall0, done=r, failures=stalled)
             if reason is not None:
                 raise RunStopped(reason)
+            self._revise(r)
             tally = RoundTally()
             results, end_s = self._run_round(r, state, tally)
             params = self._aggregate(r, state.params, results, tally)
