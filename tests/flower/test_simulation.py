@@ -9,6 +9,11 @@ from types import ModuleType
 import psutil
 import pytest
 
+# Ray's shutdown leaves /dev/null handles and Popen objects for the garbage collector, and tips
+# about a future default: not ours (the test checks below that no Ray process is left).
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning",
+                                        "ignore::FutureWarning:ray.*")
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flower_fleet.py"
 
 
