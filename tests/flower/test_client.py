@@ -1,6 +1,9 @@
+import pytest
+
+pytest.importorskip("flwr", reason="Flower interop needs the extra: pip install fedfit[flower]")
+
 import math
 
-import pytest
 import torch
 from flwr.app import ConfigRecord, MessageType, RecordDict
 

@@ -1,3 +1,7 @@
+import pytest
+
+pytest.importorskip("flwr", reason="Flower interop needs the extra: pip install fedfit[flower]")
+
 import math
 
 import torch

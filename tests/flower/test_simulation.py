@@ -38,8 +38,8 @@ def _ray_children() -> list[str]:
 
 @pytest.mark.slow
 def test_flower_fedavg_fails_out_of_memory_where_fedfit_in_flower_adapts_and_ray_stops_after() -> None:
-    pytest.importorskip("ray")
-    ray = importlib.import_module("ray")
+    pytest.importorskip("flwr", reason="Flower interop needs the extra: pip install fedfit[flower]")
+    ray = pytest.importorskip("ray")
     example = _example()
 
     flower, fedfit, strategy = example.run_both(rounds=1, nodes=6, samples=40, num_cpus=2, lr=0.05)

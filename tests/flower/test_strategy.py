@@ -1,6 +1,9 @@
+import pytest
+
+pytest.importorskip("flwr", reason="Flower interop needs the extra: pip install fedfit[flower]")
+
 from collections.abc import Iterable
 
-import pytest
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 

@@ -17,6 +17,7 @@ The server's train config may carry ``lr`` and ``local-epochs`` (defaults: the s
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -123,13 +124,20 @@ def train_reply(side: DeviceSide, message: Message, context: Context) -> Message
         if decision.declined:
             return Message(failure_error(FailureCause.DECLINED, decision.reason), reply_to=message)
         x, y = side.data(node)
-        plan = dataclasses.replace(plan, max_steps=None if decision.work_fraction >= 1.0 else max(
-            1, int(decision.work_fraction * plan.local_epochs * -(-len(x) // plan.effective_batch))))
+        plan = dataclasses.replace(plan, max_steps=_step_cap(plan, decision, len(y)))
         params = record_params(message.content.array_records[ARRAYS])
         update = train(side.spec.build(), params, x, y, plan, seed=side.seed, optimizer=side.optimizer)
     except MemoryError as err:  # SimulatedOutOfMemory, or the host's own
         return Message(failure_error(FailureCause.OUT_OF_MEMORY, str(err) or "allocation failed"), reply_to=message)
     return Message(update_content(update), reply_to=message)
+
+
+def _step_cap(plan: TrainPlan, decision: BatchDecision, num_examples: int) -> int | None:
+    """Optimiser steps left after the battery / poor-link rules cut the local work (``None``: all)."""
+    if decision.work_fraction >= 1.0:
+        return None
+    steps_per_epoch = math.ceil(num_examples / plan.effective_batch)
+    return max(1, int(decision.work_fraction * plan.local_epochs * steps_per_epoch))
 
 
 def evaluate_reply(side: DeviceSide, message: Message, context: Context) -> Message:
