@@ -97,8 +97,10 @@ class FedfitStrategy(Strategy):
         return list(self._state.rounds)
 
     def summary(self) -> None:
-        log(INFO, "\t├──> fedfit: cohort %d, candidates %s, weighting %s, FedNova %s", self.cohort_size,
-            self.candidates, getattr(self.rule.weighting, "__name__", self.rule.weighting), self.rule.fednova)
+        """Log the strategy's settings (Flower calls it when ``start`` begins)."""
+        asked = "all" if self.candidates is None else self.candidates
+        log(INFO, "\t├──> fedfit: cohort %d, readiness asked of %s nodes, FedNova %s, server lr %s",
+            self.cohort_size, asked, self.rule.fednova, self.rule.server_lr)
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
