@@ -133,3 +133,17 @@ def test_the_cohort_is_the_same_for_the_same_seed_and_round() -> None:
     assert first == again and len(set(first)) == 3
     assert len(grid.queried) == 10  # 5 candidates asked per start
 
+
+
+def test_evaluation_averages_accuracy_and_loss_over_the_nodes_examples() -> None:
+    from flwr.app import MetricRecord
+
+    replies = [message(MessageType.EVALUATE, RecordDict({"metrics": MetricRecord(
+        {"accuracy": acc, "loss": loss, "num-examples": n})}), src=node, dst=0)
+        for node, acc, loss, n in ((1, 0.5, 2.0, 10), (2, 1.0, 1.0, 30))]
+
+    metrics = FedfitStrategy(cohort_size=2).aggregate_evaluate(1, replies)
+
+    assert metrics is not None
+    assert abs(float(metrics["accuracy"]) - 0.875) < 1e-12  # (10·0.5 + 30·1.0) / 40
+    assert abs(float(metrics["loss"]) - 1.25) < 1e-12  # (10·2 + 30·1) / 40
