@@ -18,8 +18,8 @@ from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
 from fedfit.types import Techniques, TrainPlan
 
 
-def _workload(model: str = "cnn") -> Workload:
-    kwargs = {"dataset": "digits", "num_devices": 8, "partition": "dirichlet", "dirichlet_alpha": 0.5, "seed": 5,
+def _workload(model: str = "cnn", partition: str = "iid") -> Workload:
+    kwargs = {"dataset": "digits", "num_devices": 8, "partition": partition, "dirichlet_alpha": 0.5, "seed": 5,
               "max_train_samples": 400}
     data = build_federated_data(**kwargs)
     return Workload(WorkloadRecipe(ModelSpec(model, data.input_shape, data.num_classes), tuple(sorted(kwargs.items())),
@@ -37,8 +37,7 @@ def _tasks(workload: Workload) -> list[TrainTask]:
 
 def test_updates_equal_one_by_one_and_fallbacks_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     workload = _workload()
-    sizes = {len(workload.data.train[d].x) for d in range(8)}
-    assert len(sizes) > 3  # Dirichlet: uneven data, so the cohort pads and masks
+    assert len({len(workload.data.train[d].x) for d in range(8)}) == 1  # iid: equal step counts
     cohorts: list[list[int]] = []
     train_cohort = batched.train_cohort
     monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: cohorts.append([p.device_id for p in a[3]])
@@ -55,6 +54,29 @@ def test_updates_equal_one_by_one_and_fallbacks_are_exact(monkeypatch: pytest.Mo
         assert max((ref.params[k] - got.params[k]).abs().max().item() for k in ref.params) <= tol
         assert (got.samples_processed, got.steps, got.num_examples) == (ref.samples_processed, ref.steps,
                                                                          ref.num_examples)
+
+
+def test_cohorts_split_by_step_count() -> None:
+    """Effective batch 16: 5, 17, 40, 33, 48, 70 and 80 samples take 1, 2, 3, 3, 3, 5 and 5 steps; a
+    bucket's longest takes at most 1.25 times its shortest's steps."""
+    plan = TrainPlan(0, 0, micro_batch=16)
+    handles = []
+    for n in (48, 5, 17, 80, 40, 33, 70):
+        handle = batched._CohortHandle(None, TrainTask(plan, {}))  # type: ignore[arg-type]
+        handle.inputs = (torch.zeros(n, 1), torch.zeros(n))
+        handles.append(handle)
+    buckets = batched._buckets(handles)
+    assert [[len(h.inputs[0]) for h in b] for b in buckets] == [[5], [17], [48, 40, 33], [80, 70]]  # type: ignore[index]
+
+
+def test_uneven_data_through_the_executor() -> None:
+    workload = _workload("mlp", partition="dirichlet")
+    tasks = [TrainTask(TrainPlan(d, 1, micro_batch=4, local_epochs=2), t.params) for d, t in enumerate(_tasks(workload))]
+    executor = BatchedExecutor(workload)
+    handles = [executor.submit(t) for t in tasks]
+    for task, handle in zip(tasks, handles, strict=True):
+        ref = workload.run(task)
+        assert max((ref.params[k] - handle.result().params[k]).abs().max().item() for k in ref.params) <= 1e-5
 
 
 def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:

@@ -78,12 +78,14 @@ def test_a_device_alone_in_its_cohort_is_unchanged_by_the_others() -> None:
 
 def test_stacked_sgd_by_hand() -> None:
     """Momentum 0.5, lr 0.1, gradients 1 then 1: w = 1 − 0.1·1 − 0.1·(0.5 + 1) = 0.75; the
-    inactive device's second step is skipped: 1 − 0.1 = 0.9."""
-    p = {"w": torch.ones(2, 1)}
-    opt = StackedOptimizer(p, 0.1, OptimizerConfig(momentum=0.5))
-    p = opt.step(p, {"w": torch.ones(2, 1)}, active=torch.tensor([True, True]))
-    p = opt.step(p, {"w": torch.ones(2, 1)}, active=torch.tensor([True, False]))
+    inactive device's second step is skipped: 1 − 0.1 = 0.9, and so is its momentum: a third
+    step with gradient 0 moves it by 0.1·0.5·1 = 0.05 (the other by 0.1·0.5·1.5 = 0.075)."""
+    opt = StackedOptimizer({"w": torch.ones(2, 1)}, 0.1, OptimizerConfig(momentum=0.5))
+    opt.step({"w": torch.ones(2, 1)}, active=torch.tensor([True, True]))
+    p = opt.step({"w": torch.ones(2, 1)}, active=torch.tensor([True, False]))
     assert p["w"].flatten().tolist() == pytest.approx([0.75, 0.9])
+    p = opt.step({"w": torch.zeros(2, 1)}, active=torch.tensor([True, True]))
+    assert p["w"].flatten().tolist() == pytest.approx([0.675, 0.85])
 
 
 def test_which_models_and_plans_are_batched() -> None:

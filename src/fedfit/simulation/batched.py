@@ -3,9 +3,11 @@
 Tasks are collected as they are submitted; the first ``result()`` asked of a task not yet
 trained trains every pending task: those :mod:`fedfit.training.batched` can vectorise are grouped
 by :func:`~fedfit.training.batched.cohort_key` (sub-model width, learning rate, effective batch
-per epoch, step cap) and each group is trained with one ``vmap`` per optimiser step, in chunks of
-at most :data:`COHORT_SAMPLES` samples per step; the rest (memory-saving techniques, local
-DP-SGD, batch-norm, dropout or recurrent models, devices with no data, groups of one) train one
+per epoch, step cap), split by step count (the longest at most :data:`STEP_SPREAD` times the
+shortest: a finished device's masked steps cost as much as real ones) and in chunks of at most
+:data:`COHORT_SAMPLES` samples per step, and each chunk is trained with one ``vmap`` per
+optimiser step; the rest (memory-saving techniques, local
+DP-SGD, batch-norm, dropout or recurrent models, devices with no data, chunks of one) train one
 by one exactly as ``local`` does. A cancelled task that was not trained yet is dropped.
 
 Virtual times, plans and events never depend on the executor; trained parameters and training
@@ -20,12 +22,14 @@ import torch
 
 from fedfit.simulation.threads import pinned
 from fedfit.simulation.workload import TrainTask, Workload
-from fedfit.training.batched import CohortKey, batchable_model, batchable_plan, cohort_key, train_cohort
+from fedfit.training.batched import CohortKey, batchable_model, batchable_plan, cohort_key, planned_steps, train_cohort
 from fedfit.types import Update
 
 #: Samples (devices × padded effective batch) one vectorised step may hold: bounds the
 #: activations alive at once (a 28×28 CNN keeps ≈ 0.2 MB per sample for the backward pass).
 COHORT_SAMPLES = 4096
+#: Devices trained together take at most this many times the steps of the shortest among them.
+STEP_SPREAD = 1.25
 
 
 class _CohortHandle:
@@ -74,11 +78,12 @@ class BatchedExecutor:
             else:
                 handle.update = self.workload.run(handle.task)
         for group in groups.values():
-            if len(group) == 1:
-                group[0].update = self.workload.run(group[0].task)
-                continue
-            for chunk in _chunks(group, COHORT_SAMPLES):
-                self._train_group(chunk)
+            for bucket in _buckets(group):
+                for chunk in _chunks(bucket, COHORT_SAMPLES):
+                    if len(chunk) == 1:
+                        chunk[0].update = self.workload.run(chunk[0].task)
+                    else:
+                        self._train_group(chunk)
 
     def _batchable(self, handle: _CohortHandle) -> bool:
         """Whether the task can join a vectorised group (its inputs are kept on the handle)."""
@@ -98,6 +103,19 @@ class BatchedExecutor:
                                    optimizer=self.workload.recipe.optimizer)
         for handle, update in zip(group, updates, strict=True):
             handle.update, handle.inputs = self.workload.delivered(handle.task, update), None
+
+
+def _buckets(group: list[_CohortHandle]) -> list[list[_CohortHandle]]:
+    """``group`` by step count, ascending, each bucket's longest at most :data:`STEP_SPREAD` times
+    its shortest (a masked step costs as much as a real one, so wide spreads waste work)."""
+    steps = {id(h): planned_steps(len(h.inputs[0]) if h.inputs is not None else 0, h.task.plan) for h in group}
+    buckets: list[list[_CohortHandle]] = []
+    for handle in sorted(group, key=lambda h: steps[id(h)]):
+        if buckets and steps[id(handle)] <= STEP_SPREAD * steps[id(buckets[-1][0])]:
+            buckets[-1].append(handle)
+        else:
+            buckets.append([handle])
+    return buckets
 
 
 def _chunks(group: list[_CohortHandle], samples: int) -> list[list[_CohortHandle]]:

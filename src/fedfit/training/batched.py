@@ -2,8 +2,8 @@
 
 The devices' parameters are stacked along a leading device axis; at every optimiser step one
 ``torch.func.vmap`` of ``grad(functional_call(model, ...))`` computes each device's gradient of
-its own effective batch, and a functional SGD or Adam (:mod:`fedfit.training.stacked_optim`)
-steps all devices at once. The result is :func:`fedfit.training.trainer.train`'s within float
+its own effective batch, and the local optimiser (:mod:`fedfit.training.stacked_optim`) steps
+all devices' stacked parameters at once. The result is :func:`fedfit.training.trainer.train`'s within float
 rounding, because the same terms are summed (in another order):
 
 - each device draws the same batches, from the trainer's own batch order and its task RNG
@@ -71,6 +71,18 @@ def cohort_key(plan: TrainPlan) -> CohortKey:
     return plan.width, plan.lr, per_epoch, plan.max_steps
 
 
+def planned_steps(examples: int, plan: TrainPlan) -> int:
+    """Optimiser steps ``plan`` takes on ``examples`` samples (the trainer's count, without shuffling).
+
+    >>> planned_steps(40, TrainPlan(0, 0, micro_batch=16, local_epochs=2)), planned_steps(40, TrainPlan(
+    ...     0, 0, micro_batch=16, local_epochs=2, max_steps=4))
+    (6, 4)
+    """
+    epochs = len(plan.epoch_batches) or plan.local_epochs
+    steps = sum(-(-examples // (m * a)) for m, a in (plan.epoch_batch(e) for e in range(epochs)))
+    return steps if plan.max_steps is None else min(steps, plan.max_steps)
+
+
 def _schedule(batches: Sequence[Sequence[torch.Tensor]], offsets: Sequence[int]
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(index ``[S, G, B]`` into the concatenated data, sample weight ``[S, G, B]``, batch size
@@ -121,14 +133,14 @@ def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tupl
     index, weight, count = _schedule(batches, offsets)
     x_all, y_all = torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
     names = [name for name, _ in model.named_parameters()]
-    params = {n: torch.stack([s[n] for s in starts]) for n in names}
-    opt = StackedOptimizer(params, plans[0].lr, optimizer)
+    opt = StackedOptimizer({n: torch.stack([s[n] for s in starts]) for n in names}, plans[0].lr, optimizer)
     gradients = _gradients(model)
     loss_sum = torch.zeros(len(plans), dtype=torch.float64)
+    params = opt.params
     for s in range(len(index)):
         grads, losses = gradients(params, x_all[index[s]], y_all[index[s]], weight[s], count[s].clamp(min=1.0))
         loss_sum += losses.double() * count[s].double()
-        params = opt.step(params, grads, active=count[s] > 0)
+        params = opt.step(grads, active=count[s] > 0)
     return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]))
             for g, (plan, (x, _), device_batches) in enumerate(zip(plans, data, batches, strict=True))]
 
