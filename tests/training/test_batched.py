@@ -54,6 +54,20 @@ def test_cohort_equals_one_by_one(name: str, optimizer: OptimizerConfig) -> None
     assert [u.steps for u in batched] == [2, 4, 6, 6]  # ceil(n / 16) per epoch, two epochs: masking was needed
 
 
+@pytest.mark.parametrize("name, shape", [("cnn1d", (3, 32)), ("resnet8", (3, 8, 8))])
+def test_other_zoo_models_without_batch_norm(name: str, shape: tuple[int, ...]) -> None:
+    torch.manual_seed(0)
+    model = ModelSpec(name, shape, 10).build()
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randn(n, *shape, generator=g), torch.randint(0, 10, (n,), generator=g)) for n in (9, 20)]
+    plans = [TrainPlan(i, 0, micro_batch=8, lr=0.05) for i in range(2)]
+    momentum = OptimizerConfig(momentum=0.9)
+    for (x, y), plan, got in zip(data, plans, train_cohort(model, [start, start], data, plans, seed=0,
+                                                           optimizer=momentum), strict=True):
+        assert _max_diff(train(model, start, x, y, plan, seed=0, optimizer=momentum).params, got.params) <= 1e-5
+
+
 def test_adam_and_step_cap_and_per_epoch_batches() -> None:
     model, starts, data = _cohort("logreg")
     adam = OptimizerConfig(kind="adam", weight_decay=1e-3)
@@ -91,6 +105,7 @@ def test_stacked_sgd_by_hand() -> None:
 def test_which_models_and_plans_are_batched() -> None:
     assert batchable_model(build_model("cnn", (1, 8, 8), 4))
     assert not batchable_model(ModelSpec("cnn", (1, 8, 8), 4, norm="batch").build())  # batch statistics
+    assert not batchable_model(ModelSpec("lstm", (20,), 4).build())
     assert not batchable_model(torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout(0.5)))
     plan = TrainPlan(0, 0, micro_batch=8)
     assert batchable_plan(plan, OptimizerConfig())
