@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from fedfit.config import parse_config
 from fedfit.data import build_federated_data
 from fedfit.models import ModelSpec
 from fedfit.runner import run
+from fedfit.security.attacks import AttackSpec
 from fedfit.simulation import batched
 from fedfit.simulation.batched import BatchedExecutor
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
@@ -77,6 +79,23 @@ def test_uneven_data_through_the_executor() -> None:
     for task, handle in zip(tasks, handles, strict=True):
         ref = workload.run(task)
         assert max((ref.params[k] - handle.result().params[k]).abs().max().item() for k in ref.params) <= 1e-5
+
+
+@pytest.mark.parametrize("kind", ["label_flip", "sign_flip"])
+def test_simulated_attackers_poison_the_same_way(kind: str) -> None:
+    """Data poisoning before and update poisoning after batched training, as Workload.run does."""
+    plain = _workload("logreg")
+    attack = AttackSpec(kind=kind, devices=frozenset({0, 2}), boost=3.0)  # type: ignore[arg-type]
+    workload = Workload(dataclasses.replace(plain.recipe, attack=attack), plain.data)
+    tasks = [TrainTask(TrainPlan(d, 1, micro_batch=8), t.params) for d, t in enumerate(_tasks(workload))]
+    executor = BatchedExecutor(workload)
+    handles = [executor.submit(t) for t in tasks]
+    for task, handle in zip(tasks, handles, strict=True):
+        ref, clean = workload.run(task), plain.run(task)
+        got = handle.result()
+        assert max((ref.params[k] - got.params[k]).abs().max().item() for k in ref.params) <= 1e-5
+        poisoned = max((clean.params[k] - got.params[k]).abs().max().item() for k in ref.params) > 1e-3
+        assert poisoned == (task.plan.device_id in (0, 2))
 
 
 def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:

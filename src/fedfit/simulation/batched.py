@@ -1,14 +1,14 @@
 """The batched executor (``simulation.executor: batched``): a round's cohort trained as one op.
 
 Tasks are collected as they are submitted; the first ``result()`` asked of a task not yet
-trained trains every pending task: those :mod:`fedfit.training.batched` can vectorise are grouped
+trained trains every pending task. Those :mod:`fedfit.training.batched` can vectorise are grouped
 by :func:`~fedfit.training.batched.cohort_key` (sub-model width, learning rate, effective batch
 per epoch, step cap), split by step count (the longest at most :data:`STEP_SPREAD` times the
-shortest: a finished device's masked steps cost as much as real ones) and in chunks of at most
-:data:`COHORT_SAMPLES` samples per step, and each chunk is trained with one ``vmap`` per
-optimiser step; the rest (memory-saving techniques, local
-DP-SGD, batch-norm, dropout or recurrent models, devices with no data, chunks of one) train one
-by one exactly as ``local`` does. A cancelled task that was not trained yet is dropped.
+shortest: a finished device's masked steps cost as much as real ones) and into chunks of at
+most :data:`COHORT_SAMPLES` samples per step; each chunk is trained with one ``vmap`` per
+optimiser step. The rest (memory-saving techniques, local DP-SGD, batch-norm, dropout or
+recurrent models, devices with no data, chunks of one) train one by one exactly as ``local``
+does. A task cancelled before it was trained is dropped.
 
 Virtual times, plans and events never depend on the executor; trained parameters and training
 losses equal ``local``'s within float rounding (the same terms summed in another order).
