@@ -60,6 +60,7 @@ from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
 from fedfit.policy.planning import RoundObserver
+from fedfit.simulation.batched import BatchedExecutor
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
@@ -158,6 +159,8 @@ class Experiment:
 def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Workload) -> Executor:
     if config.simulation.executor == "process":
         return ProcessPoolExecutor(recipe, config.simulation.workers)
+    if config.simulation.executor == "batched":
+        return BatchedExecutor(workload)
     return LocalExecutor(workload)
 
 

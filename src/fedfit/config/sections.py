@@ -263,10 +263,11 @@ class SimulationConfig(Section):
 
     ``workers``: pool processes (``"auto"``: one per core). ``torch_threads``: the driver's
     intra-op threads for evaluation and aggregation (``"auto"``: 1); training always runs on one
-    intra-op thread per task (:mod:`fedfit.simulation.threads`).
+    intra-op thread per task (:mod:`fedfit.simulation.threads`). ``batched``: in this process, a
+    round's devices with the same plan shape trained as one vectorised op (:mod:`fedfit.simulation.batched`).
     """
 
-    executor: Literal["local", "process"] = "local"
+    executor: Literal["local", "process", "batched"] = "local"
     workers: PositiveInt | Literal["auto"] = 2
     torch_threads: PositiveInt | Literal["auto"] = "auto"
 

@@ -66,15 +66,26 @@ class Workload:
             self._modules[width] = self.recipe.model.build(width)
         return self._modules[width]
 
-    def run(self, task: TrainTask) -> Update:
-        """Train one task on a single intra-op thread (bitwise-reproducible in any process)."""
+    def inputs(self, task: TrainTask) -> tuple[torch.Tensor, torch.Tensor]:
+        """The (x, y) a task trains on: the device's data (what its stream buffer holds at
+        dispatch, when streaming), poisoned when the device is a simulated attacker."""
         local, attack, plan = self.data.train[task.plan.device_id], self.recipe.attack, task.plan
         if self.stream is not None:
             local = local.subset(list(self.stream.buffer(task.plan.device_id, task.at_s).indices))
         x, y = local.x, local.y
         if attack.attacks(plan.device_id):  # a simulated malicious device (fedfit.security.attacks)
             x, y = poison_data(attack, plan.device_id, plan.round, x, y, self.data.num_classes)
+        return x, y
+
+    def delivered(self, task: TrainTask, update: Update) -> Update:
+        """The update the device sends: ``update``, poisoned when the device is an attacker."""
+        attack = self.recipe.attack
+        return poison_update(attack, update, task.params) if attack.attacks(task.plan.device_id) else update
+
+    def run(self, task: TrainTask) -> Update:
+        """Train one task on a single intra-op thread (bitwise-reproducible in any process)."""
+        x, y = self.inputs(task)
         with pinned(1):  # no set_num_threads call (an OpenMP pool rebuild) when already at one
-            update = train(self.module(plan.width), task.params, x, y, plan, seed=self.recipe.seed,
+            update = train(self.module(task.plan.width), task.params, x, y, task.plan, seed=self.recipe.seed,
                            optimizer=self.recipe.optimizer)
-            return poison_update(attack, update, task.params) if attack.attacks(plan.device_id) else update
+            return self.delivered(task, update)

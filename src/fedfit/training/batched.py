@@ -1,0 +1,162 @@
+"""Batched cohort training: many devices' local training as one vectorised op.
+
+The devices' parameters are stacked along a leading device axis; at every optimiser step one
+``torch.func.vmap`` of ``grad(functional_call(model, ...))`` computes each device's gradient of
+its own effective batch, and the local optimiser (:mod:`fedfit.training.stacked_optim`) steps
+all devices' stacked parameters at once. The result is :func:`fedfit.training.trainer.train`'s within float
+rounding, because the same terms are summed (in another order):
+
+- each device draws the same batches, from the trainer's own batch order and its task RNG
+  (seed, device, round);
+- a device's effective batch of n samples contributes Σ CE / n, whether the trainer ran it as one
+  pass or as micro-batches with accumulated gradients (equal for models with no batch statistics);
+- devices hold different amounts of data: every batch is padded to the cohort's largest with
+  samples of weight 0 (they add exactly nothing), and a device whose steps are over is masked
+  (its parameters and optimiser state are kept as they are) while the others go on.
+
+Only models whose every leaf module computes each sample on its own and holds no buffers are
+batched (:data:`PER_SAMPLE_LEAVES`: linear and convolution layers, pooling, activations, the
+zoo's scaler): batch-norm would see the padding, dropout draws random numbers, recurrent layers
+are left out. Plans with memory-saving techniques and local DP-SGD are not batched either; the
+executor (:mod:`fedfit.simulation.batched`) trains those one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from fedfit.models.zoo import Scaler
+from fedfit.training.optimizers import OptimizerConfig
+from fedfit.training.stacked_optim import StackedOptimizer
+from fedfit.training.trainer import _batches, task_generator
+from fedfit.types import Params, TrainPlan, Update
+
+#: Leaf modules that compute every sample independently and hold no state besides parameters.
+PER_SAMPLE_LEAVES: tuple[type[nn.Module], ...] = (
+    nn.Linear, nn.Conv1d, nn.Conv2d, nn.Identity, nn.Flatten, nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU,
+    nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d, Scaler,
+)
+
+CohortKey = tuple[float, float, tuple[int, ...], int | None]
+
+
+def batchable_model(model: nn.Module) -> bool:
+    """Whether ``model`` can be trained batched (only per-sample leaf modules, no buffers)."""
+    leaves = [m for m in model.modules() if next(m.children(), None) is None]
+    return all(isinstance(m, PER_SAMPLE_LEAVES) for m in leaves) and next(model.buffers(), None) is None
+
+
+def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
+    """Whether a plan trains plainly (no memory technique, no local DP-SGD)."""
+    return not plan.techniques.active and optimizer.local_dp is None
+
+
+def cohort_key(plan: TrainPlan) -> CohortKey:
+    """What plans trained together share: width (the sub-model's shapes), learning rate, the
+    effective batch of every epoch, and the step cap. Micro-batch and accumulation may differ:
+    they split the same effective batch, which sums the same terms.
+
+    >>> cohort_key(TrainPlan(0, 0, micro_batch=8, accumulation_steps=2, local_epochs=2))
+    (1.0, 0.05, (16, 16), None)
+    >>> cohort_key(TrainPlan(1, 0, micro_batch=4, accumulation_steps=4, local_epochs=2))
+    (1.0, 0.05, (16, 16), None)
+    """
+    epochs = len(plan.epoch_batches) or plan.local_epochs
+    per_epoch = tuple(m * a for m, a in (plan.epoch_batch(e) for e in range(epochs)))
+    return plan.width, plan.lr, per_epoch, plan.max_steps
+
+
+def planned_steps(examples: int, plan: TrainPlan) -> int:
+    """Optimiser steps ``plan`` takes on ``examples`` samples (the trainer's count, without shuffling).
+
+    >>> planned_steps(40, TrainPlan(0, 0, micro_batch=16, local_epochs=2)), planned_steps(40, TrainPlan(
+    ...     0, 0, micro_batch=16, local_epochs=2, max_steps=4))
+    (6, 4)
+    """
+    epochs = len(plan.epoch_batches) or plan.local_epochs
+    steps = sum(-(-examples // (m * a)) for m, a in (plan.epoch_batch(e) for e in range(epochs)))
+    return steps if plan.max_steps is None else min(steps, plan.max_steps)
+
+
+def _schedule(batches: Sequence[Sequence[torch.Tensor]], offsets: Sequence[int]
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(index ``[S, G, B]`` into the concatenated data, sample weight ``[S, G, B]``, batch size
+    ``[S, G]``) of S steps of G devices, padded to the largest batch B (weight 0, index 0)."""
+    steps = max(len(b) for b in batches)
+    width = max(len(idx) for b in batches for idx in b)
+    index = torch.zeros(steps, len(batches), width, dtype=torch.long)
+    weight = torch.zeros(steps, len(batches), width)
+    count = torch.zeros(steps, len(batches))
+    for g, (device_batches, offset) in enumerate(zip(batches, offsets, strict=True)):
+        for s, idx in enumerate(device_batches):
+            index[s, g, : len(idx)] = idx + offset
+            weight[s, g, : len(idx)] = 1.0
+            count[s, g] = len(idx)
+    return index, weight, count
+
+
+Gradients = Callable[..., tuple[dict[str, torch.Tensor], torch.Tensor]]
+
+
+def _gradients(model: nn.Module) -> Gradients:
+    """Each device's (gradient, loss) of Σ w·CE / n over its padded batch, vectorised over devices."""
+    def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
+             n: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = functional_call(model, params, (x,))
+        value = (nn.functional.cross_entropy(out, y, reduction="none") * w).sum() / n
+        return value, value.detach()
+    return cast(Gradients, vmap(grad(loss, has_aux=True)))
+
+
+def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tuple[torch.Tensor, torch.Tensor]],
+                 plans: Sequence[TrainPlan], *, seed: int, optimizer: OptimizerConfig = OptimizerConfig()
+                 ) -> list[Update]:
+    """Train G devices at once: device g from ``starts[g]`` on ``data[g]`` following ``plans[g]``.
+
+    Every plan must have the same :func:`cohort_key`, ``model`` must be :func:`batchable_model`
+    with the plans' width, each plan :func:`batchable_plan`, and each device hold data.
+
+    Returns:
+        The G updates, as :func:`fedfit.training.trainer.train` returns them one by one.
+    """
+    model.train()
+    batches = [[idx for idx, _ in _batches(len(x), p, task_generator(seed, p.device_id, p.round))]
+               for (x, _), p in zip(data, plans, strict=True)]
+    offsets = [0]
+    for x, _ in data[:-1]:
+        offsets.append(offsets[-1] + len(x))
+    index, weight, count = _schedule(batches, offsets)
+    x_all, y_all = torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
+    names = [name for name, _ in model.named_parameters()]
+    opt = StackedOptimizer({n: torch.stack([s[n] for s in starts]) for n in names}, plans[0].lr, optimizer)
+    gradients = _gradients(model)
+    loss_sum = torch.zeros(len(plans), dtype=torch.float64)
+    params = opt.params
+    for s in range(len(index)):
+        grads, losses = gradients(params, x_all[index[s]], y_all[index[s]], weight[s], count[s].clamp(min=1.0))
+        loss_sum += losses.double() * count[s].double()
+        params = opt.step(grads, active=count[s] > 0)
+    return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]))
+            for g, (plan, (x, _), device_batches) in enumerate(zip(plans, data, batches, strict=True))]
+
+
+def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[torch.Tensor],
+            loss_sum: float) -> Update:
+    samples = sum(len(idx) for idx in batches)
+    return Update(
+        device_id=plan.device_id,
+        round=plan.round,
+        params=params,
+        num_examples=examples,
+        samples_processed=samples,
+        steps=len(batches),
+        micro_batch=plan.epoch_batches[-1][0] if plan.epoch_batches else plan.micro_batch,
+        accumulation_steps=plan.epoch_batches[-1][1] if plan.epoch_batches else plan.accumulation_steps,
+        train_loss=loss_sum / max(samples, 1),
+        epoch_batches=plan.epoch_batches,
+    )
