@@ -156,6 +156,10 @@ class Experiment:
 def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Workload) -> Executor:
     if config.simulation.executor == "process":
         return ProcessPoolExecutor(recipe, config.simulation.workers)
+    if config.simulation.executor == "ray":
+        from fedfit.simulation.ray_executor import RayExecutor  # Ray is an optional extra
+
+        return RayExecutor(recipe, config.simulation.workers, config.simulation.ray_address)
     return LocalExecutor(workload)
 
 

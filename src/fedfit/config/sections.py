@@ -263,12 +263,15 @@ class SimulationConfig(Section):
 
     ``workers``: pool processes (``"auto"``: one per core). ``torch_threads``: the driver's
     intra-op threads for evaluation and aggregation (``"auto"``: 1); training always runs on one
-    intra-op thread per task (:mod:`fedfit.simulation.threads`).
+    intra-op thread per task (:mod:`fedfit.simulation.threads`). ``ray_address``: the Ray cluster
+    ``executor: ray`` joins (``"auto"`` or ``"HOST:PORT"``); ``None``: a local one
+    (:mod:`fedfit.simulation.ray_executor`).
     """
 
-    executor: Literal["local", "process"] = "local"
+    executor: Literal["local", "process", "ray"] = "local"
     workers: PositiveInt | Literal["auto"] = 2
     torch_threads: PositiveInt | Literal["auto"] = "auto"
+    ray_address: str | None = None
 
 
 class OutputConfig(Section):
