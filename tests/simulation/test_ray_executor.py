@@ -91,7 +91,7 @@ def test_queued_tasks_go_in_one_chunk_per_worker(executor: RayExecutor) -> None:
 
 def test_a_task_not_yet_shipped_is_withdrawn_on_cancel(executor: RayExecutor) -> None:
     first, second = (executor.submit(task) for task in _tasks(2))
-    assert second.cancel()
+    assert second.cancel() and second.cancel()  # cancelling twice is harmless
     assert first.result().device_id == 0
     assert second.slot is None and not first.cancel()
 

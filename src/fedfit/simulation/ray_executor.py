@@ -167,7 +167,8 @@ class RayExecutor:
         """Drop ``handle`` from the queue; ``False`` when it was already shipped."""
         if handle.slot is not None:
             return False
-        self._queued.remove(handle)
+        if handle in self._queued:  # a second cancel finds it gone
+            self._queued.remove(handle)
         return True
 
     def flush(self) -> None:
