@@ -161,6 +161,10 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
         return ProcessPoolExecutor(recipe, config.simulation.workers)
     if config.simulation.executor == "batched":
         return BatchedExecutor(workload)
+    if config.simulation.executor == "ray":
+        from fedfit.simulation.ray_executor import RayExecutor  # Ray is an optional extra
+
+        return RayExecutor(recipe, config.simulation.workers, config.simulation.ray_address)
     return LocalExecutor(workload)
 
 

@@ -265,11 +265,14 @@ class SimulationConfig(Section):
     intra-op threads for evaluation and aggregation (``"auto"``: 1); training always runs on one
     intra-op thread per task (:mod:`fedfit.simulation.threads`). ``batched``: in this process, a
     round's devices with the same plan shape trained as one vectorised op (:mod:`fedfit.simulation.batched`).
+    ``ray_address``: the Ray cluster ``executor: ray`` joins (``"auto"`` or ``"HOST:PORT"``);
+    ``None``: a local one (:mod:`fedfit.simulation.ray_executor`).
     """
 
-    executor: Literal["local", "process", "batched"] = "local"
+    executor: Literal["local", "process", "batched", "ray"] = "local"
     workers: PositiveInt | Literal["auto"] = 2
     torch_threads: PositiveInt | Literal["auto"] = "auto"
+    ray_address: str | None = None
 
 
 class OutputConfig(Section):
