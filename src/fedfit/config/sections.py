@@ -78,6 +78,7 @@ class FleetConfig(Section):
 
     tiers: dict[str, Annotated[int, Field(ge=0)]] = {"flagship_phone": 10, "midrange_phone": 10, "older_phone": 10}
     custom_tiers: dict[str, dict[str, Any]] = {}
+    catalogue: Literal["realistic", "scaled"] = "scaled"
     traces: dict[int, str] = {}
     trace_step_s: Annotated[float, Field(gt=0)] = 60.0
     max_trace_bytes: PositiveInt = MAX_TRACE_BYTES

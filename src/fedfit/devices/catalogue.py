@@ -300,7 +300,8 @@ class _Draft:
 
 
 def profile_from_mapping(
-    name: str, spec: Mapping[str, object], base: DeviceProfile | None = None
+    name: str, spec: Mapping[str, object], base: DeviceProfile | None = None,
+    tiers: Mapping[str, DeviceProfile] = TIERS,
 ) -> DeviceProfile:
     """Build a user tier from YAML-like values.
 
@@ -316,6 +317,8 @@ def profile_from_mapping(
         base: profile to inherit from when ``spec`` has no ``base`` key (e.g. another user
             tier the caller resolved). With neither, every key but ``cpu_cores`` (default 1)
             and ``has_npu`` (default false) is required.
+        tiers: the built-in tiers ``base`` names (a catalogue of
+            :data:`fedfit.devices.realistic.CATALOGUES`; default the scaled one).
 
     Returns:
         The validated profile.
@@ -334,7 +337,7 @@ def profile_from_mapping(
         if key not in _KNOWN_KEYS:
             known = ", ".join(sorted(_KNOWN_KEYS))
             raise ConfigError(f"tiers.{name}.{key}: unknown key (known: {known})")
-    draft = _Draft.inherit(_resolve_base(name, spec, base))
+    draft = _Draft.inherit(_resolve_base(name, spec, base, tiers))
     _parse_numbers(name, spec, draft)
     _parse_others(name, spec, draft)
     memory_keys = _parse_memory(name, spec, draft)
@@ -352,7 +355,7 @@ def profile_from_mapping(
 
 
 def _resolve_base(
-    name: str, spec: Mapping[str, object], base: DeviceProfile | None
+    name: str, spec: Mapping[str, object], base: DeviceProfile | None, tiers: Mapping[str, DeviceProfile]
 ) -> DeviceProfile | None:
     if "base" not in spec:
         return base
@@ -361,10 +364,9 @@ def _resolve_base(
     parent = spec["base"]
     if not isinstance(parent, str):
         raise ConfigError(f"tiers.{name}.base: expected a tier name, got {parent!r}")
-    try:
-        return tier(parent)
-    except ConfigError as err:
-        raise ConfigError(f"tiers.{name}.base: {err}") from None
+    if parent not in tiers:
+        raise ConfigError(f"tiers.{name}.base: unknown device tier {parent!r} (known: {', '.join(tiers)})")
+    return tiers[parent]
 
 
 def _number(name: str, key: str, value: object, *, positive: bool) -> float:
