@@ -339,8 +339,8 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("devices", help="print the tier catalogue")
     d.add_argument("--json", action="store_true")
     d.add_argument("--catalogue", choices=sorted(CATALOGUE_NOTES), default=DEFAULT_CATALOGUE,
-                   help="realistic: what a background job gets on the device; scaled: budgets of a few MB "
-                        "for the small zoo models (default)")
+                   help="realistic (default): what a background job gets on the device; scaled: budgets "
+                        "of a few MB for the small zoo models")
     d.set_defaults(func=cmd_devices)
     _add_run_dir_commands(sub)
     add_deploy_parsers(sub)

@@ -9,7 +9,7 @@ import pytest
 from fedfit.config import parse_config
 from fedfit.cost import MemoryModel, measure
 from fedfit.devices import TIERS
-from fedfit.devices.realistic import REALISTIC, catalogue
+from fedfit.devices.realistic import DEFAULT_CATALOGUE, REALISTIC, catalogue
 from fedfit.errors import ConfigError
 from fedfit.experiment import fleet_profiles
 from fedfit.models import ModelSpec
@@ -62,9 +62,16 @@ def test_the_config_picks_the_catalogue_and_user_tiers_inherit_from_it() -> None
     assert (watch.training_memory_bytes, watch.flops_per_s) == (48 * MIB, 4e9)
 
 
-def test_the_default_catalogue_is_scaled() -> None:
+def test_the_default_catalogue_is_realistic() -> None:
     profiles = fleet_profiles(parse_config({"fleet": {"tiers": {"flagship_phone": 1}}}))
-    assert profiles[0] == TIERS["flagship_phone"]
+    assert profiles[0] == REALISTIC["flagship_phone"]
+    assert parse_config({}).fleet.catalogue == DEFAULT_CATALOGUE == "realistic"
+
+
+def test_the_scaled_catalogue_is_the_small_model_calibration() -> None:
+    raw = {"fleet": {"catalogue": "scaled", "tiers": {"flagship_phone": 1}}}
+    assert fleet_profiles(parse_config(raw))[0] == TIERS["flagship_phone"]
+    assert TIERS["flagship_phone"].training_memory_bytes == 9247 * 2**10
 
 
 def test_an_unknown_catalogue_is_a_config_error_naming_the_key() -> None:

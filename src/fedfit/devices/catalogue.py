@@ -1,7 +1,11 @@
-"""The built-in tier catalogue: static profiles of the devices in the seed scenarios.
+"""The built-in tiers, ``scaled`` catalogue: static profiles of the devices in the seed scenarios.
 
 Each tier is a :class:`~fedfit.types.DeviceProfile` with numbers taken from a named
-reference device; the comment beside each number says where it comes from. Conventions:
+reference device; the comment beside each number says where it comes from. The training
+budgets here are *scaled down* with the small zoo models (an 8 GB phone grants 9 MiB, so that
+the 4-layer CNN trains seed 000's batches); :mod:`fedfit.devices.realistic` holds the
+``realistic`` catalogue (the default, ``fleet.catalogue``), the same devices with the budgets
+a background job gets on them. Conventions:
 
 * memory is binary (``8 GB`` = ``8 * 2**30`` bytes); ``training_memory_bytes`` is what the OS
   grants a *background* training job with no app pressing, far below total RAM;
@@ -32,7 +36,7 @@ MIB = 2**20
 KIB = 2**10
 _J_PER_WH = 3600.0
 
-# Phone training budgets, derived from seed 000's outcome: with the default vision model, an
+# Phone training budgets of the *scaled* catalogue, derived from seed 000's outcome: with the default vision model, an
 # 8 GB phone trains batches of 32, a 4 GB one 16 and a 2 GB one 8 (the seed gives batches, not
 # budgets, so we derive the budgets). The default CNN (cnn, width 1, plain SGD) measures, by
 # fedfit.cost.measure (tensor allocator, bench/memory_model.py): fixed peak (weights + gradients
@@ -190,12 +194,12 @@ _BUILTIN: dict[str, DeviceProfile] = {
     ),
 }
 
-#: Built-in tiers by name (read-only).
+#: Built-in tiers of the ``scaled`` catalogue by name (read-only).
 TIERS: Mapping[str, DeviceProfile] = MappingProxyType(_BUILTIN)
 
 
 def tier(name: str) -> DeviceProfile:
-    """The built-in profile named ``name``.
+    """The built-in profile named ``name`` in the ``scaled`` catalogue (:data:`TIERS`).
 
     Args:
         name: a key of :data:`TIERS`.

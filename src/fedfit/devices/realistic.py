@@ -88,7 +88,7 @@ CATALOGUE_NOTES: Mapping[str, str] = MappingProxyType({
     "scaled": "budgets scaled down for the small zoo models: an 8 GB phone grants 9 MiB",
 })
 #: The catalogue a config that names none uses.
-DEFAULT_CATALOGUE = "scaled"
+DEFAULT_CATALOGUE = "realistic"
 
 
 def catalogue(name: str) -> Mapping[str, DeviceProfile]:
