@@ -66,7 +66,7 @@ class DataConfig(Section):
 class ModelConfig(Section):
     """Architecture from the zoo (or the user's ``factory``) and its width multiplier."""
 
-    name: Literal["logreg", "mlp", "cnn", "cnn1d", "resnet8", "resnet20", "lstm"] = "cnn"
+    name: Literal["logreg", "mlp", "cnn", "cnn1d", "resnet8", "resnet20", "lstm", "mobilenetv2"] = "cnn"
     width: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     norm: Literal["none", "batch"] = "none"
     factory: str | None = None

@@ -9,7 +9,7 @@ Two catalogues hold the same tiers with the same devices behind them:
 * ``realistic`` (:data:`REALISTIC`): what a *background* training job gets on the named device,
   calibrated with a realistic on-device model: MobileNetV2 at width 0.5 on ``3×96×96`` images
   (``model: {name: mobilenetv2, width: 0.5, norm: batch}``; 697 k parameters, 7.3 MB of
-  training memory per sample under fedfit's memory model, 575 MFLOP per training sample). Its
+  training memory per sample under fedfit's memory model, 95 MFLOP per training sample). Its
   8 / 4 / 2 GB phones afford batches 32 / 16 / 8 of that model at the traces' typical free share
   (78% of the budget, see ``tests/devices/test_realistic.py``).
 
@@ -45,7 +45,7 @@ reference devices (see :mod:`fedfit.devices.catalogue`: CPU fp32 peaks from the 
 NEON width, Jetson Orin NX 1.88 TFLOP/s fp32 from NVIDIA's data sheet) times a training
 runtime's share, which is an **estimate** not measured here (a tenth on phones, for small
 kernels, unfused ops, big.LITTLE scheduling and thermal headroom kept for the user). With it a
-flagship trains MobileNetV2-0.5 at 96×96 at ~28 samples/s (batch 32), an older phone at ~2.3
+flagship trains MobileNetV2-0.5 at 96×96 at ~170 samples/s (batch 32), an older phone at ~14
 (batch 8). Bandwidth
 comes from the traces (:class:`fedfit.devices.TraceParams`): Wi-Fi 20-100 Mbit/s and cellular
 1-20 Mbit/s uplink bracket the Ookla Speedtest Global Index median mobile upload (about

@@ -12,7 +12,7 @@ ReLU6; ``project`` a 1×1 linear bottleneck with its norm and no activation.
 Width ``w`` scales every channel count but the head's 1,280, which the paper keeps for
 ``w ≤ 1``; channels are ``ceil(c·w)`` (the zoo's rule, :func:`fedfit.models.zoo.scaled`) rather
 than the paper's rounding to multiples of 8, so that a sub-model's channels are a prefix of the
-master's. Width 0.5 has 1.95 M parameters at 10 classes; a ``3×96×96`` input is the realistic
+master's. Width 0.5 has 697,258 parameters at 10 classes; a ``3×96×96`` input is the realistic
 on-device size the ``realistic`` tier catalogue is calibrated with
 (:mod:`fedfit.devices.realistic`).
 
