@@ -39,7 +39,7 @@ def config() -> dict[str, object]:
     return {"name": "faults", "seed": 0, "model": {"name": "logreg"}, "output": {"plots": False},
             "data": {"dataset": "digits", "partition": {"kind": "iid"}, "max_train_samples": 300,
                      "max_test_samples": 150},
-            "fleet": {"tiers": {"flagship_phone": DEVICES}}, "training": {"batch_size": 10, "lr": 0.1},
+            "fleet": {"tiers": {"flagship_phone": DEVICES}, "catalogue": "scaled"}, "training": {"batch_size": 10, "lr": 0.1},
             "orchestration": {"rounds": ROUNDS, "clients_per_round": 2, "over_selection": 0.5, "deadline_s": 60},
             "deploy": {"poll_wait_s": 1.0, "linger_s": 2.0, "heartbeat_timeout_s": 8.0}}
 

@@ -37,7 +37,7 @@ OK = {200, 204, 409, 410}  # 409: a task closed by the round's end (protocol, no
 def config(clients: int, rounds: int) -> dict[str, object]:
     return {"name": "load", "seed": 0, "model": {"name": "logreg"}, "output": {"plots": False},
             "data": {"dataset": "digits", "partition": {"kind": "iid"}, "max_test_samples": 200},
-            "fleet": {"tiers": {"flagship_phone": clients}}, "training": {"batch_size": 1},
+            "fleet": {"tiers": {"flagship_phone": clients}, "catalogue": "scaled"}, "training": {"batch_size": 1},
             "orchestration": {"rounds": rounds, "clients_per_round": clients},
             "deploy": {"poll_wait_s": 2.0, "linger_s": 15.0, "heartbeat_timeout_s": 120.0}}
 

@@ -32,7 +32,8 @@ SCENARIOS = {"A: 3 phones + 8 sensors, K=10": {"flagship_phone": 3, "sensor_mcu"
 
 
 FLOOR: dict[str, Any] = {
-    **BASE, "fleet": {"tiers": {"flagship_phone": 6, "older_phone": 6, "smartwatch": 4, "sensor_mcu": 4}},
+    **BASE, "fleet": {"tiers": {"flagship_phone": 6, "older_phone": 6, "smartwatch": 4, "sensor_mcu": 4},
+              "catalogue": "scaled"},
     "batching": {"mode": "dynamic", "selection": "readiness"},
     "orchestration": {"mode": "sync", "rounds": 10, "clients_per_round": 5},
 }
@@ -52,7 +53,7 @@ def main() -> None:
     floor_scenario()
     for name, tiers in SCENARIOS.items():
         t0 = time.perf_counter()
-        result = run(parse_config({**BASE, "fleet": {"tiers": tiers}}))
+        result = run(parse_config({**BASE, "fleet": {"tiers": tiers, "catalogue": "scaled"}}))
         s = result.summary
         per_version = [sum(r.participants_by_tier.values()) for r in result.reports]
         print(f"== {name}  (wall {time.perf_counter() - t0:.0f} s)")

@@ -10,7 +10,8 @@ model (the 256 KiB workspace is the runtime's memory outside the tensor allocato
 allocator cannot see it). Error = (predicted − measured) / measured. ``--optimizer`` picks the
 local optimiser (``sgd``, ``momentum``, ``decay``, ``adam``) to check the optimiser terms.
 
-    PYTHONPATH=src python bench/memory_model.py [--optimizer sgd]
+    PYTHONPATH=src python bench/memory_model.py [--optimizer sgd] [--models logreg,mlp,cnn,cnn1d]
+        [--batches 1,2,4,8,16,32,64,128]   # also lstm and mobilenetv2 (width 0.35, 3x64x64, batch-norm)
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import sys
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 MODELS = {"logreg": ((1, 28, 28), 10), "mlp": ((1, 28, 28), 10), "cnn": ((1, 28, 28), 10),
-          "cnn1d": ((1, 1024), 4)}
+          "cnn1d": ((1, 1024), 4), "lstm": ((1, 28, 28), 10), "mobilenetv2": ((3, 64, 64), 10)}
+DEFAULT_MODELS = ("logreg", "mlp", "cnn", "cnn1d")
+#: Spec options beyond shape and classes (MobileNetV2 small, with its batch-norms).
+OPTIONS: dict[str, dict[str, object]] = {"mobilenetv2": {"width": 0.35, "norm": "batch"}}
 OPTIMIZERS = {"sgd": {}, "momentum": {"momentum": 0.9}, "decay": {"weight_decay": 1e-4}, "adam": {"kind": "adam"}}
 
 _CHILD = r"""
@@ -38,7 +42,7 @@ from fedfit.types import TrainPlan
 
 name, shape, classes, batch, opt = sys.argv[1], tuple(json.loads(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
 torch.set_num_threads(1)
-spec = ModelSpec(name, shape, classes)
+spec = ModelSpec(name, shape, classes, **json.loads(sys.argv[6]))
 optimizer = OptimizerConfig(**opt)
 cost = measure(spec)
 model = spec.build()
@@ -59,7 +63,8 @@ def run_point(name: str, batch: int, optimizer: str) -> dict[str, float]:
     """One (model, micro-batch) measured in a fresh process."""
     shape, classes = MODELS[name]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    args = [name, json.dumps(shape), str(classes), str(batch), json.dumps(OPTIMIZERS[optimizer])]
+    args = [name, json.dumps(shape), str(classes), str(batch), json.dumps(OPTIMIZERS[optimizer]),
+            json.dumps(OPTIONS.get(name, {}))]
     out = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True, env=env)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -68,16 +73,22 @@ def run_point(name: str, batch: int, optimizer: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
+    parser.add_argument("--batches", default=",".join(map(str, BATCHES)), help="comma-separated micro-batches")
     args = parser.parse_args()
+    models, batches = args.models.split(","), [int(b) for b in args.batches.split(",")]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        parser.error(f"--models: unknown model {unknown[0]!r} (known: {', '.join(MODELS)})")
     print(f"optimizer: {args.optimizer}; allocator: torch.profiler memory events, fresh process per row")
-    print(f"{'model':6} {'batch':>5} {'predicted B':>12} {'measured B':>12} {'error':>7} {'× params':>8} {'margin':>7}")
+    print(f"{'model':11} {'batch':>5} {'predicted B':>12} {'measured B':>12} {'error':>7} {'× params':>8} {'margin':>7}")
     worst = 0.0
-    for name in MODELS:
-        for batch in BATCHES:
+    for name in models:
+        for batch in batches:
             r = run_point(name, batch, args.optimizer)
             error = (r["predicted"] - r["measured"]) / r["measured"]
             worst = max(worst, abs(error))
-            print(f"{name:6} {batch:5d} {r['predicted']:12.0f} {r['measured']:12.0f} {error:7.2%} "
+            print(f"{name:11} {batch:5d} {r['predicted']:12.0f} {r['measured']:12.0f} {error:7.2%} "
                   f"{r['measured'] / r['params']:8.2f} {r['margin']:7.2%}")
     print(f"worst |error|: {worst:.2%} (target 10%)")
 

@@ -14,7 +14,8 @@ For each technique on the CNN and the MLP (Adam, so optimiser state counts):
   task fits and only the technique differs), and the int8 export's accuracy for QAT.
 
     PYTHONPATH=src .venv/bin/python bench/memory_techniques.py [--rounds 5] [--batch 128]
-        [--models cnn,mlp]   # also resnet8, resnet20 (static batch-norm), lstm; --rounds 0: steps only
+        [--models cnn,mlp]   # also resnet8, resnet20 (static batch-norm), lstm, mobilenetv2 (width 0.35,
+                             # 3x64x64, static batch-norm; --rounds 0 only); --rounds 0: steps only
         [--tuned] [--target 0.65]  # also fedavg-tuned's grid per model: time to target vs it
 """
 
@@ -42,12 +43,16 @@ from fedfit.types import Techniques, TrainPlan
 from tuned_baseline import print_ratios, tuned
 
 SHAPE, CLASSES, SAMPLES = (1, 28, 28), 10, 512
-#: The residual networks train with (static) batch-norm, as they are meant to.
-NORM = {"resnet8": "batch", "resnet20": "batch"}
+#: The residual networks and MobileNetV2 train with (static) batch-norm, as they are meant to.
+NORM = {"resnet8": "batch", "resnet20": "batch", "mobilenetv2": "batch"}
+#: MobileNetV2 small: width 0.35 on 3×64×64 images (it needs a side of 64 or more).
+SHAPES = {"mobilenetv2": (3, 64, 64)}
+WIDTHS = {"mobilenetv2": 0.35}
 
 
 def bench_spec(model_name: str) -> ModelSpec:
-    return ModelSpec(model_name, SHAPE, CLASSES, norm=NORM.get(model_name, "none"))
+    return ModelSpec(model_name, SHAPES.get(model_name, SHAPE), CLASSES, width=WIDTHS.get(model_name, 1.0),
+                     norm=NORM.get(model_name, "none"))
 OPT = OptimizerConfig(kind="adam")
 #: name → (Techniques for the step measurement, ``memory:`` config for the federated run)
 TECHNIQUES: dict[str, tuple[Techniques, dict]] = {
@@ -83,7 +88,7 @@ def child(model_name: str, name: str, batch: int) -> None:
     model = spec.build()
     params = {k: v.clone() for k, v in model.state_dict().items()}
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(SAMPLES, *SHAPE, generator=g), torch.randint(0, CLASSES, (SAMPLES,), generator=g)
+    x, y = torch.randn(SAMPLES, *spec.input_shape, generator=g), torch.randint(0, CLASSES, (SAMPLES,), generator=g)
     plan = TrainPlan(0, 0, batch, lr=1e-3, techniques=_techniques(name, len(stages_of(model))))
     train(model, params, x[:batch], y[:batch], plan, seed=0, optimizer=OPT)  # warm-up, then freed
     with open("/proc/self/clear_refs", "w") as f:
@@ -150,7 +155,7 @@ def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
         "name": f"bench-{model_name}-{name}", "seed": 0,
         "data": {"dataset": DATASET["name"], "partition": {"kind": "iid"}, "max_train_samples": 3000,
                  "max_test_samples": 1000},
-        "model": {"name": model_name, "norm": NORM.get(model_name, "none")}, "fleet": {"tiers": {"tablet": 10}},
+        "model": {"name": model_name, "norm": NORM.get(model_name, "none")}, "fleet": {"tiers": {"tablet": 10}, "catalogue": "scaled"},
         "training": {"batch_size": 32, "lr": 1e-3, "optimizer": "adam"},
         "orchestration": {"rounds": rounds, "clients_per_round": 5}, "memory": memory,
         "evaluation": {"target_accuracy": TARGET["accuracy"]},
@@ -175,9 +180,9 @@ def federated(model_name: str, name: str, rounds: int) -> dict:
 
 
 def table(models: list[str], rounds: int, batch: int, tuned_baseline: bool = False) -> None:
-    print(f"models {','.join(models)}; Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
+    print(f"models {','.join(models)} (inputs {', '.join(str(bench_spec(m).input_shape) for m in models)}); Adam; step: micro-batch {batch}, {SAMPLES} samples; federated: {rounds} rounds, 5 of 10 tablets, "
           f"{DATASET['name']} up to 3000 train / 1000 test, IID, batch 32, lr 1e-3")
-    head = (f"{'model':8} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
+    head = (f"{'model':11} {'technique':15} {'pred MiB':>8} {'meas MiB':>8} {'FLOPs x':>7} {'wall x':>6} "
             f"{'up KiB':>8} {'acc':>6} {'virt s':>7} {'up MiB/run':>10}")
     print(head)
     steps = measure_steps(models, batch)  # first, while nothing else ran
@@ -189,7 +194,7 @@ def table(models: list[str], rounds: int, batch: int, tuned_baseline: bool = Fal
             p, meas, fl = predicted(m, name, batch), steps[m, name], federated(m, name, rounds)
             runs[m][name] = fl
             acc = f"{fl['accuracy']:.3f}" + (f" (int8 {fl['int8_accuracy']:.3f})" if "int8_accuracy" in fl else "")
-            print(f"{m:8} {name:15} {p['peak_bytes'] / 2**20:8.2f} {meas['peak_bytes'] / 2**20:8.2f} "
+            print(f"{m:11} {name:15} {p['peak_bytes'] / 2**20:8.2f} {meas['peak_bytes'] / 2**20:8.2f} "
                   f"{p['flops'] / base_p['flops']:7.2f} {meas['step_s'] / base_m['step_s']:6.2f} "
                   f"{p['up_bytes'] / 1024:8.1f} {acc:>6} {fl['virtual_s']:7.1f} {fl['bytes_up'] / 2**20:10.2f}",
                   flush=True)

@@ -20,7 +20,7 @@ def small(**sections: dict) -> ExperimentConfig:
         "data": {"dataset": "digits", "partition": {"kind": "dirichlet", "alpha": 1.0},
                  "max_train_samples": 900, "max_test_samples": 200},
         "model": {"name": "cnn"},
-        "fleet": {"tiers": {"flagship_phone": 4, "midrange_phone": 4, "older_phone": 4}},
+        "fleet": {"tiers": {"flagship_phone": 4, "midrange_phone": 4, "older_phone": 4}, "catalogue": "scaled"},
         "training": {"batch_size": 16},
         "orchestration": {"rounds": 4, "clients_per_round": 6},
         "output": {"plots": False, "progress": False},

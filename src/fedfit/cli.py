@@ -22,7 +22,7 @@ from rich.table import Table
 
 from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, default_scenario, load_config, with_overrides
-from fedfit.devices import TIERS
+from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE, catalogue
 from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
 from fedfit.runner import OnRound, RunResult, resumable, resume, run
@@ -135,6 +135,7 @@ def _auto_unless_named(config: ExperimentConfig, path: str | None, sets: Sequenc
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     config = _auto_unless_named(_config(args.config, args.set), args.config, args.set)
     run_dir = _run_dir(config, args.out)
+    console.print(f"{config.name}: tier catalogue '{config.fleet.catalogue}' ({CATALOGUE_NOTES[config.fleet.catalogue]})")
     try:
         result = _run_with_progress(config, run_dir, console, args.force)
     except KeyboardInterrupt:
@@ -229,11 +230,11 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_devices(args: argparse.Namespace, console: Console) -> int:
-    rows = {name: _profile_row(p) for name, p in TIERS.items()}
+    rows = {name: _profile_row(p) for name, p in catalogue(args.catalogue).items()}
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    t = Table(title="fedfit device tiers")
+    t = Table(title=f"fedfit device tiers: catalogue '{args.catalogue}' ({CATALOGUE_NOTES[args.catalogue]})")
     for col in ("tier", "RAM", "training memory", "GFLOP/s", "battery", "radios"):
         t.add_column(col)
     for name, r in rows.items():
@@ -337,6 +338,9 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
     d = sub.add_parser("devices", help="print the tier catalogue")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--catalogue", choices=sorted(CATALOGUE_NOTES), default=DEFAULT_CATALOGUE,
+                   help="realistic (default): what a background job gets on the device; scaled: budgets "
+                        "of a few MB for the small zoo models")
     d.set_defaults(func=cmd_devices)
     _add_run_dir_commands(sub)
     add_deploy_parsers(sub)

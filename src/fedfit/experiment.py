@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +32,9 @@ from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.devices import (
-    DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping, tier,
+    DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping,
 )
+from fedfit.devices.realistic import catalogue
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncConfig, AsyncOrchestrator
@@ -84,12 +85,19 @@ def data_kwargs(config: ExperimentConfig) -> dict[str, Any]:
 
 def fleet_profiles(config: ExperimentConfig) -> list[DeviceProfile]:
     """One profile per device: tiers in config order, device ids counting up."""
-    custom = {name: profile_from_mapping(name, spec) for name, spec in config.fleet.custom_tiers.items()}
+    builtin = catalogue(config.fleet.catalogue)
+    custom = {name: profile_from_mapping(name, spec, tiers=builtin) for name, spec in config.fleet.custom_tiers.items()}
     profiles: list[DeviceProfile] = []
     for name, count in config.fleet.tiers.items():
-        profile = custom[name] if name in custom else tier(name)
+        profile = custom[name] if name in custom else _builtin_tier(builtin, name)
         profiles.extend([profile] * count)
     return profiles
+
+
+def _builtin_tier(builtin: Mapping[str, DeviceProfile], name: str) -> DeviceProfile:
+    if name not in builtin:
+        raise ConfigError(f"unknown device tier {name!r} (known: {', '.join(builtin)})")
+    return builtin[name]
 
 
 def stream_spec(config: ExperimentConfig, profiles: list[DeviceProfile]) -> StreamSpec | None:

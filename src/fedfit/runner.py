@@ -297,7 +297,7 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
         auto["auto_revisions"] = list(exp.reviser.log)
     security = security_summary(exp, params, len(reports))
     return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto,
-                      **security}
+                      **security, "tier_catalogue": config.fleet.catalogue}
 
 
 def _online_tiers(exp: Experiment, reports: Sequence[RoundReport]) -> set[str]:

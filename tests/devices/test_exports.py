@@ -6,6 +6,8 @@ import fedfit.devices as devices
 def test_all_names_are_exported() -> None:
     assert sorted(devices.__all__) == sorted(
         [
+            "CATALOGUES",
+            "REALISTIC",
             "TIERS",
             "DeviceHistory",
             "DeviceTrace",
@@ -16,6 +18,7 @@ def test_all_names_are_exported() -> None:
             "TraceMonitor",
             "TraceParams",
             "UpdateRecord",
+            "catalogue",
             "generate_trace",
             "load_csv_trace",
             "parse_csv_trace",

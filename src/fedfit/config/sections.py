@@ -66,7 +66,7 @@ class DataConfig(Section):
 class ModelConfig(Section):
     """Architecture from the zoo (or the user's ``factory``) and its width multiplier."""
 
-    name: Literal["logreg", "mlp", "cnn", "cnn1d", "resnet8", "resnet20", "lstm"] = "cnn"
+    name: Literal["logreg", "mlp", "cnn", "cnn1d", "resnet8", "resnet20", "lstm", "mobilenetv2"] = "cnn"
     width: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     norm: Literal["none", "batch"] = "none"
     factory: str | None = None
@@ -74,10 +74,13 @@ class ModelConfig(Section):
 
 
 class FleetConfig(Section):
-    """Which devices exist: counts per tier, user tiers, CSV traces."""
+    """Which devices exist: counts per tier, user tiers, CSV traces, and the tier catalogue
+    (``realistic``: what a background job gets on the device; ``scaled``: budgets scaled down for
+    the small zoo models, see :mod:`fedfit.devices.realistic`)."""
 
     tiers: dict[str, Annotated[int, Field(ge=0)]] = {"flagship_phone": 10, "midrange_phone": 10, "older_phone": 10}
     custom_tiers: dict[str, dict[str, Any]] = {}
+    catalogue: Literal["realistic", "scaled"] = "realistic"
     traces: dict[int, str] = {}
     trace_step_s: Annotated[float, Field(gt=0)] = 60.0
     max_trace_bytes: PositiveInt = MAX_TRACE_BYTES

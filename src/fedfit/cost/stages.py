@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterator
+from typing import Any
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
 from fedfit.models.custom import probe_inputs
 from fedfit.models.stages import Stage, stages_of
@@ -135,14 +136,30 @@ def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
     return (x.numel() * x.element_size() + 2 * max(rec.sizes)) / len(x)
 
 
+def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
+                                out_shape: Any = None, **kwargs: Any) -> int:
+    """Backward FLOPs of a convolution with its groups counted: torch's formula computes the
+    weight gradient as if ``groups`` were 1 (a depthwise conv's ``C`` times too many); the input
+    gradient it already counts from the grouped weight's shape."""
+    *rest, groups, output_mask = args
+    torch_formula: Any = conv_backward_flop  # shape-wrapped: takes the output shapes as out_val
+    grad_input = torch_formula(grad_out_shape, x_shape, w_shape, *rest, groups, [output_mask[0], False],
+                               out_val=out_shape)
+    grad_weight = torch_formula(grad_out_shape, x_shape, w_shape, *rest, groups, [False, output_mask[1]],
+                                out_val=out_shape)
+    return int(grad_input) + int(grad_weight) // max(1, int(groups))
+
+
 @contextmanager
 def flop_counter() -> Iterator[FlopCounterMode]:
     """``FlopCounterMode`` with oneDNN off: its fused CPU recurrent kernels have no FLOP formula
     (an LSTM counted as nothing), the decomposed path counts their matrix products. FLOPs are
-    the math's, not the kernel's, so convolutions and linear layers count the same either way."""
+    the math's, not the kernel's, so convolutions and linear layers count the same either way.
+    Grouped (depthwise) convolutions' backward is counted with their groups."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # oneDNN's note about Intel-GPU TF32
-        with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as mode:
+        mapping = {torch.ops.aten.convolution_backward: _grouped_conv_backward_flop}
+        with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False, custom_mapping=mapping) as mode:
             yield mode
 
 

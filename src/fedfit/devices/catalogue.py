@@ -1,7 +1,11 @@
-"""The built-in tier catalogue: static profiles of the devices in the seed scenarios.
+"""The built-in tiers, ``scaled`` catalogue: static profiles of the devices in the seed scenarios.
 
 Each tier is a :class:`~fedfit.types.DeviceProfile` with numbers taken from a named
-reference device; the comment beside each number says where it comes from. Conventions:
+reference device; the comment beside each number says where it comes from. The training
+budgets here are *scaled down* with the small zoo models (an 8 GB phone grants 9 MiB, so that
+the 4-layer CNN trains seed 000's batches); :mod:`fedfit.devices.realistic` holds the
+``realistic`` catalogue (the default, ``fleet.catalogue``), the same devices with the budgets
+a background job gets on them. Conventions:
 
 * memory is binary (``8 GB`` = ``8 * 2**30`` bytes); ``training_memory_bytes`` is what the OS
   grants a *background* training job with no app pressing, far below total RAM;
@@ -32,7 +36,7 @@ MIB = 2**20
 KIB = 2**10
 _J_PER_WH = 3600.0
 
-# Phone training budgets, derived from seed 000's outcome: with the default vision model, an
+# Phone training budgets of the *scaled* catalogue, derived from seed 000's outcome: with the default vision model, an
 # 8 GB phone trains batches of 32, a 4 GB one 16 and a 2 GB one 8 (the seed gives batches, not
 # budgets, so we derive the budgets). The default CNN (cnn, width 1, plain SGD) measures, by
 # fedfit.cost.measure (tensor allocator, bench/memory_model.py): fixed peak (weights + gradients
@@ -190,12 +194,12 @@ _BUILTIN: dict[str, DeviceProfile] = {
     ),
 }
 
-#: Built-in tiers by name (read-only).
+#: Built-in tiers of the ``scaled`` catalogue by name (read-only).
 TIERS: Mapping[str, DeviceProfile] = MappingProxyType(_BUILTIN)
 
 
 def tier(name: str) -> DeviceProfile:
-    """The built-in profile named ``name``.
+    """The built-in profile named ``name`` in the ``scaled`` catalogue (:data:`TIERS`).
 
     Args:
         name: a key of :data:`TIERS`.
@@ -300,7 +304,8 @@ class _Draft:
 
 
 def profile_from_mapping(
-    name: str, spec: Mapping[str, object], base: DeviceProfile | None = None
+    name: str, spec: Mapping[str, object], base: DeviceProfile | None = None,
+    tiers: Mapping[str, DeviceProfile] = TIERS,
 ) -> DeviceProfile:
     """Build a user tier from YAML-like values.
 
@@ -316,6 +321,8 @@ def profile_from_mapping(
         base: profile to inherit from when ``spec`` has no ``base`` key (e.g. another user
             tier the caller resolved). With neither, every key but ``cpu_cores`` (default 1)
             and ``has_npu`` (default false) is required.
+        tiers: the built-in tiers ``base`` names (a catalogue of
+            :data:`fedfit.devices.realistic.CATALOGUES`; default the scaled one).
 
     Returns:
         The validated profile.
@@ -334,7 +341,7 @@ def profile_from_mapping(
         if key not in _KNOWN_KEYS:
             known = ", ".join(sorted(_KNOWN_KEYS))
             raise ConfigError(f"tiers.{name}.{key}: unknown key (known: {known})")
-    draft = _Draft.inherit(_resolve_base(name, spec, base))
+    draft = _Draft.inherit(_resolve_base(name, spec, base, tiers))
     _parse_numbers(name, spec, draft)
     _parse_others(name, spec, draft)
     memory_keys = _parse_memory(name, spec, draft)
@@ -352,7 +359,7 @@ def profile_from_mapping(
 
 
 def _resolve_base(
-    name: str, spec: Mapping[str, object], base: DeviceProfile | None
+    name: str, spec: Mapping[str, object], base: DeviceProfile | None, tiers: Mapping[str, DeviceProfile]
 ) -> DeviceProfile | None:
     if "base" not in spec:
         return base
@@ -361,10 +368,9 @@ def _resolve_base(
     parent = spec["base"]
     if not isinstance(parent, str):
         raise ConfigError(f"tiers.{name}.base: expected a tier name, got {parent!r}")
-    try:
-        return tier(parent)
-    except ConfigError as err:
-        raise ConfigError(f"tiers.{name}.base: {err}") from None
+    if parent not in tiers:
+        raise ConfigError(f"tiers.{name}.base: unknown device tier {parent!r} (known: {', '.join(tiers)})")
+    return tiers[parent]
 
 
 def _number(name: str, key: str, value: object, *, positive: bool) -> float:

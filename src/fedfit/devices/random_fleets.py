@@ -76,7 +76,7 @@ def random_fleet(seed: int, index: int, builtin: Sequence[str], footprint: Footp
         data["synthetic"] = {"alpha": round(1.0 - alpha, 2), "beta": round(1.0 - alpha, 2)}
     return {
         "name": f"fleet{index}", "seed": seed, "data": data, "model": {"name": model},
-        "fleet": {"tiers": tiers, "custom_tiers": custom},
+        "fleet": {"tiers": tiers, "custom_tiers": custom, "catalogue": "scaled"},
         "training": {"lr": 0.1},
         "orchestration": {"rounds": rounds, "clients_per_round": max(3, devices // 3)},
         "evaluation": {"every": 1},

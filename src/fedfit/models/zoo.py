@@ -219,7 +219,7 @@ class _Options:
 
 def _no_norm(name: str, options: _Options) -> None:
     if options.norm != "none":
-        raise ConfigError(f"model.norm: '{options.norm}' is available for cnn and resnet only, not {name}")
+        raise ConfigError(f"model.norm: '{options.norm}' is available for cnn, resnet and mobilenetv2 only, not {name}")
 
 
 def _logreg(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
@@ -256,6 +256,14 @@ def _resnet(blocks_per_level: int) -> Callable[[tuple[int, ...], int, float, _Op
     return build
 
 
+def _mobilenetv2(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
+    from fedfit.models.mobilenet import MobileNetV2  # mobilenet builds on this module's pieces
+    if len(shape) != 3 or min(shape[1:]) < 64:
+        raise ConfigError(f"model.name: mobilenetv2 needs images (channels, height, width) of side >= 64, got {shape}")
+    return MobileNetV2(shape[0], classes, width, rate=options.rate, norm=options.norm,
+                       track_norm_stats=options.track_norm_stats)
+
+
 def _lstm(shape: tuple[int, ...], classes: int, width: float, options: _Options) -> nn.Module:
     from fedfit.models.sequence import LSTMClassifier  # sequence builds on this module's pieces
     _no_norm("lstm", options)
@@ -272,6 +280,7 @@ MODELS: dict[str, Callable[[tuple[int, ...], int, float, _Options], nn.Module]] 
     "resnet8": _resnet(1),
     "resnet20": _resnet(3),
     "lstm": _lstm,
+    "mobilenetv2": _mobilenetv2,
 }
 
 
@@ -280,7 +289,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, width
     """Build a zoo model.
 
     Args:
-        name: ``logreg``, ``mlp``, ``cnn``, ``cnn1d``, ``resnet8``, ``resnet20`` or ``lstm``.
+        name: ``logreg``, ``mlp``, ``cnn``, ``cnn1d``, ``resnet8``, ``resnet20``, ``lstm`` or ``mobilenetv2``.
         input_shape: one sample's shape, e.g. ``(1, 28, 28)`` or ``(60,)``.
         num_classes: output classes.
         width: hidden-size multiplier in (0, 1].

@@ -18,7 +18,8 @@ import torch
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData
-from fedfit.devices import Registry, TIERS
+from fedfit.devices import Registry
+from fedfit.devices.realistic import catalogue
 from fedfit.experiment import _dynamic_planner, data_kwargs, fleet_profiles, initial_params, orchestrate
 from fedfit.sources import model_spec
 from fedfit.models import ModelSpec
@@ -35,7 +36,8 @@ from fedfit.types import DeviceProfile, Params
 
 def device_profile(config: ExperimentConfig, slot: int, report: ProfileReport) -> DeviceProfile:
     """Slot ``slot``'s profile: its tier's values with the host's measurements laid over."""
-    base = TIERS[report.tier] if report.tier is not None and report.tier in TIERS else fleet_profiles(config)[slot]
+    builtin = catalogue(config.fleet.catalogue)
+    base = builtin[report.tier] if report.tier is not None and report.tier in builtin else fleet_profiles(config)[slot]
     memory = report.memory_limit_bytes or report.total_memory_bytes
     return dataclasses.replace(base, total_memory_bytes=min(report.total_memory_bytes, memory),
                                training_memory_bytes=memory, flops_per_s=report.flops_per_s,
