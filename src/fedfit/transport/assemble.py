@@ -64,8 +64,12 @@ def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[Devi
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
     submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
+    dynamic = _dynamic_planner(config, costs, memory, num_examples)
     orchestrator, _, registry = orchestrate(
         config, fleet_, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
-        profiles=profiles, initial=initial_params(config, spec),
-        dynamic=_dynamic_planner(config, costs, memory, num_examples), submodels=submodels)
+        profiles=profiles, initial=initial_params(config, spec), dynamic=dynamic, submodels=submodels)
+    if orchestrator.cohort is not None and orchestrator.cohort.batch_readiness is not None:
+        # selection reads the devices' own answers to the readiness query where simulation asks the policy
+        orchestrator.cohort = dataclasses.replace(
+            orchestrator.cohort, batch_readiness=fleet_.batch_readiness(orchestrator.cohort.batch_readiness))
     return Deployed(spec, workload, orchestrator, submodels, registry)

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from fedfit.transport.messages import FailureReport, ProfileReport, StateReport, TaskMessage
+from fedfit.transport.messages import FailureReport, ProfileReport, ReadinessReport, StateReport, TaskMessage
 
 
 class Refused(Exception):
@@ -65,6 +65,11 @@ class DeviceClient:
 
     def heartbeat(self, state: StateReport) -> None:
         self._call("POST", "/v1/heartbeat", content=state.model_dump_json(),
+                   headers={"Content-Type": "application/json"})
+
+    def readiness(self, report: ReadinessReport) -> None:
+        """Answer the readiness query (seed 000): ready or not, why, and the batch affordable now."""
+        self._call("POST", "/v1/readiness", content=report.model_dump_json(),
                    headers={"Content-Type": "application/json"})
 
     def config(self) -> dict[str, Any]:

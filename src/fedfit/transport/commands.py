@@ -109,7 +109,7 @@ def cmd_device(args: argparse.Namespace, console: Any) -> int:
             return 1
 
 
-def _device(client: DeviceClient, options: DeviceOptions, server: str, state: Path | None) -> int:
+def _device(client: DeviceClient, options: DeviceOptions, server: str = "", state: Path | None = None) -> int:
     body = client.config()
     device = Device(client, options)
     config, spec = device.read_config(body)

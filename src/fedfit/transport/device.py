@@ -37,7 +37,9 @@ from fedfit.training import OptimizerConfig, train
 from fedfit.transport.assemble import device_profile
 from fedfit.transport.client import DeviceClient, Refused
 from fedfit.transport.codec import decode, encode, with_masks
-from fedfit.transport.messages import FailureReport, ProfileReport, StateReport, TaskMessage, UpdateReport, plan_from_record
+from fedfit.transport.messages import (
+    FailureReport, ProfileReport, ReadinessReport, StateReport, TaskMessage, UpdateReport, plan_from_record,
+)
 from fedfit.types import DeviceState, FailureCause, TrainPlan
 
 Log = Callable[[str], None]
@@ -135,7 +137,11 @@ class Device:
     def run(self, x: torch.Tensor, y: torch.Tensor) -> int:
         """Pull and train tasks until the server says the run is over; returns tasks accepted."""
         while True:
-            self.client.heartbeat(StateReport.of(self.monitor.snapshot()))
+            state = self.monitor.snapshot()
+            self.client.heartbeat(StateReport.of(state))
+            answer = self.readiness(state)
+            if answer is not None:
+                self.client.readiness(answer)
             try:
                 task = self.client.next_task(self.options.poll_wait_s)
             except Refused as err:
@@ -144,6 +150,17 @@ class Device:
                 raise
             if task is not None:
                 self._handle(task, x, y)
+
+    def readiness(self, state: DeviceState) -> ReadinessReport | None:
+        """The answer to the server's readiness query from this device's batch policy on ``state``
+        (full model, no memory technique); ``None`` without dynamic batching (the server then
+        reads the reported state, as in simulation)."""
+        if self.policy is None:
+            return None
+        d = self.policy.decide(self.profile, state)
+        if d.declined or d.micro_batch < 1:
+            return ReadinessReport(ready=False, reason=d.reason[:500], affordable_batch=0)
+        return ReadinessReport(ready=True, affordable_batch=d.micro_batch)
 
     def _handle(self, task: TaskMessage, x: torch.Tensor, y: torch.Tensor) -> None:
         plan = plan_from_record(task.plan)

@@ -22,7 +22,8 @@ from pydantic import ValidationError
 from fedfit.transport.codec import check_update, decode, split_masks
 from fedfit.transport.fleet import InFlight, NetworkFleet
 from fedfit.transport.messages import (
-    EnrolRequest, EnrolResponse, FailureReport, StateReport, TaskMessage, UpdateReport, plan_record,
+    EnrolRequest, EnrolResponse, FailureReport, ReadinessReport, StateReport, TaskMessage, UpdateReport,
+    plan_record,
 )
 from fedfit.transport.rejection import Rejected
 from fedfit.transport.state import DeviceRecord, ServerState, StateError
@@ -101,6 +102,13 @@ class Coordinator:
         report = parse(StateReport, body, "state")
         if self.fleet is not None:
             self.fleet.heartbeat(device, report.to_state())
+
+    def readiness(self, device: int, body: bytes) -> None:
+        report = parse(ReadinessReport, body, "readiness")
+        if report.ready != (report.affordable_batch > 0):
+            raise Rejected(422, "bad_readiness", "readiness: ready needs affordable_batch > 0, not ready needs 0")
+        if self.fleet is not None:
+            self.fleet.report_readiness(device, report)
 
     def task(self, device: int) -> TaskMessage | None:
         if self.finished:
@@ -197,7 +205,7 @@ class Coordinator:
             raise Rejected(409, "task_closed", f"task {task_id}: closed while the request was checked") from None
 
 
-M = TypeVar("M", StateReport, UpdateReport, FailureReport, EnrolRequest)
+M = TypeVar("M", StateReport, UpdateReport, FailureReport, EnrolRequest, ReadinessReport)
 
 
 def parse(model: type[M], body: bytes, what: str) -> M:
