@@ -34,6 +34,7 @@ from fedfit.experiment import _dynamic_planner, data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import _spec_from
 from fedfit.training import OptimizerConfig, train
+from fedfit.training.trainer import EpochBatch
 from fedfit.transport.assemble import device_profile
 from fedfit.transport.client import DeviceClient, Refused
 from fedfit.transport.codec import decode, encode, with_masks
@@ -204,13 +205,34 @@ class Device:
         return dataclasses.replace(plan, micro_batch=d.micro_batch, accumulation_steps=d.accumulation_steps,
                                    bound_by=d.bound_by), None
 
+    def _at_epoch(self, plan: TrainPlan) -> EpochBatch | None:
+        """Dynamic batching's device side: before each local epoch after the first (decided by
+        :meth:`_decide` just before), re-read the monitor and run the policy again; a decline
+        pauses training and the epochs done so far are uploaded (as in simulation)."""
+        policy = self.policy
+        if policy is None:
+            return None
+
+        def decide(epoch: int) -> tuple[int, int] | None:
+            if epoch == 0:
+                return plan.micro_batch, plan.accumulation_steps
+            d = policy.adapt(plan, self.profile, self.monitor.snapshot(), epoch)
+            if d.declined:
+                self.log(f"device {self.client.device_id} round {plan.round} epoch {epoch}: paused ({d.reason})")
+                return None
+            if (d.micro_batch, d.accumulation_steps) != (plan.micro_batch, plan.accumulation_steps):
+                self.log(f"device {self.client.device_id} round {plan.round} epoch {epoch}: micro-batch "
+                         f"{d.micro_batch} x {d.accumulation_steps} ({d.reason})")
+            return d.micro_batch, d.accumulation_steps
+        return decide
+
     def _train(self, plan: TrainPlan, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
                down_s: float) -> bytes | None:
         beat = _Heartbeat(self.client, self.monitor, self.config.deploy.heartbeat_timeout_s / 3)
         start = time.perf_counter()
         try:
             update = train(self.spec.build(plan.width), params, x, y, plan, seed=self.config.seed,
-                           optimizer=self.optimizer)
+                           optimizer=self.optimizer, at_epoch=self._at_epoch(plan))
         except (MemoryError, torch.OutOfMemoryError) as err:
             self._oom = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'allocation failed'}"
             return None
