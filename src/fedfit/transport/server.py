@@ -36,7 +36,7 @@ from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import decode, encode, split_masks
 from fedfit.transport.fleet import InFlight, NetworkFleet, Queued
 from fedfit.transport.messages import ProfileReport, UpdateReport, plan_from_record
-from fedfit.transport.service import Coordinator, Limits
+from fedfit.transport.service import ENERGY_SOURCE, Coordinator, Limits
 from fedfit.transport.sqlite_state import SqliteState
 from fedfit.transport.state import VersionCommit
 from fedfit.types import Params, RoundReport, Update
@@ -139,7 +139,8 @@ class ServerRun:
     def _commit(self, fleet: NetworkFleet, out: RunDirectory, outcome: RoundOutcome, params: Params,
                 version: int) -> None:
         write_atomic(self.model_path(version), encode(params))
-        out.log_round(outcome.report, outcome.results, {"rejected_requests": dict(self.coord.rejections)})
+        out.log_round(outcome.report, outcome.results, {"rejected_requests": dict(self.coord.rejections),
+                                                        "energy_source": ENERGY_SOURCE})
         applied, dropped = fleet.settled()
         record = strict_json(report_record(outcome.report))
         self.store.commit_version(VersionCommit(version, applied, dropped, self.clock.now(), out.log_bytes(), record))
@@ -151,7 +152,7 @@ class ServerRun:
                              "wall_time_s": round(self.clock.now(), 2)}
 
     def _finish(self, dep: Deployed, out: RunDirectory, params: Params, history: list[RoundReport]) -> None:
-        summary = summarise(history, self.config.evaluation.target_accuracy)
+        summary = summarise(history, self.config.evaluation.target_accuracy) | {"energy_source": ENERGY_SOURCE}
         save_model(out.path, dep.spec, params, dep.submodels.stats)
         if self.config.output.plots:
             out.plot(history, name=self.config.name, target=self.config.evaluation.target_accuracy)

@@ -29,6 +29,10 @@ from fedfit.transport.rejection import Rejected
 from fedfit.transport.state import DeviceRecord, ServerState, StateError
 from fedfit.types import Failure, FailureCause, TaskCost, TaskResult, Update
 
+#: What a deployed run's ``energy_j`` is: no device measures its energy, so the server estimates it
+#: with the simulator's cost model (the tier's compute and radio power) over the measured times.
+ENERGY_SOURCE = "estimate: tier compute_power_w x measured training s + radio_power_w x measured download s"
+
 #: Causes a device may report for its own task.
 DEVICE_CAUSES = {FailureCause.OUT_OF_MEMORY, FailureCause.DECLINED, FailureCause.BATTERY, FailureCause.OFFLINE}
 
@@ -172,12 +176,15 @@ class Coordinator:
     @staticmethod
     def result_of(fleet: NetworkFleet | None, task: InFlight, update: Update, report: UpdateReport, size: int,
                   now: float) -> TaskResult:
-        """The fleet event of an accepted update (measured times; energy unknown: 0)."""
+        """The fleet event of an accepted update: measured times, and energy estimated from them
+        with the tier's power model (:data:`ENERGY_SOURCE`; no device measures its energy)."""
         assert fleet is not None
         plan = dataclasses.replace(task.plan, micro_batch=report.micro_batch,
                                    accumulation_steps=report.accumulation_steps,
                                    epoch_batches=tuple(report.epoch_batches))
-        cost = TaskCost(report.download_s, report.duration_s, 0.0, 0.0, report.peak_rss_bytes,
+        profile = fleet.profile(task.plan.device_id)
+        energy = profile.compute_power_w * report.duration_s + profile.radio_power_w * report.download_s
+        cost = TaskCost(report.download_s, report.duration_s, 0.0, energy, report.peak_rss_bytes,
                         len(task.payload), size, 0.0)
         free = fleet.snapshot(task.plan.device_id, now).free_memory_bytes
         return TaskResult(plan, fleet.profile(task.plan.device_id).tier, task.start_s, now, update, cost, free)
