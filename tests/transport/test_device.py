@@ -146,3 +146,16 @@ def test_sub_models_and_partial_training_run_deployed(tmp_path: Path) -> None:
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     assert events and all(e["ok"] and e["width"] == 0.5 and e["techniques"] == ["partial"] for e in events)
     assert all(e.applied_version is not None for e in run.store.journal())
+
+
+@pytest.mark.slow
+def test_oort_selection_fairness_weights_and_checkpointing_run_deployed(tmp_path: Path) -> None:
+    # The same config keys as in simulation: Oort selection (with deferral), q-fair loss weights
+    # and activation checkpointing on every plan (partial training: the test above).
+    raw = tiny(model={"name": "mlp"}, selection={"kind": "oort"}, aggregation={"fairness_q": 1.0},
+               memory={"mode": "all", "techniques": ["checkpointing"]})
+    run, codes = deployed_run(tmp_path, raw, [DeviceOptions(shard=(0, 2)), DeviceOptions(shard=(1, 2))])
+    assert codes == [0, 0] and run.store.progress().version == 2
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert events and all(e["ok"] and e["techniques"] == ["checkpointing"] for e in events)
+    assert sum(e.applied_version is not None for e in run.store.journal()) == 4

@@ -37,6 +37,8 @@ class DeviceClient:
         self.http, self._secret, self._attempts, self._backoff, self._sleep = http, secret, attempts, backoff_s, sleep
         self.token: str | None = None
         self.device_id: int | None = None
+        #: (bytes, seconds) of the config download: the device's first bandwidth measurement.
+        self.config_transfer: tuple[int, float] | None = None
 
     def _call(self, method: str, url: str, **kw: Any) -> httpx.Response:
         headers = kw.pop("headers", {}) | ({"Authorization": f"Bearer {self.token}"} if self.token else {})
@@ -74,7 +76,10 @@ class DeviceClient:
 
     def config(self) -> dict[str, Any]:
         """The run's config and model spec (the fleet secret suffices: asked before enrolling)."""
-        out: dict[str, Any] = self._call("GET", "/v1/config", headers={"X-Fleet-Secret": self._secret}).json()
+        start = time.perf_counter()
+        resp = self._call("GET", "/v1/config", headers={"X-Fleet-Secret": self._secret})
+        self.config_transfer = (len(resp.content), max(time.perf_counter() - start, 1e-6))
+        out: dict[str, Any] = resp.json()
         return out
 
     def next_task(self, wait_s: float) -> TaskMessage | None:

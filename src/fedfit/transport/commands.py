@@ -112,6 +112,8 @@ def cmd_device(args: argparse.Namespace, console: Any) -> int:
 def _device(client: DeviceClient, options: DeviceOptions, server: str = "", state: Path | None = None) -> int:
     body = client.config()
     device = Device(client, options)
+    if client.config_transfer is not None:  # a measured bandwidth before the first report (selection's
+        device.monitor.record_transfer(*client.config_transfer)  # time predictions need one)
     config, spec = device.read_config(body)
     x, y = local_data(config, spec, options)
     profile = measure_profile(options, len(x))

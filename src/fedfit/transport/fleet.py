@@ -153,6 +153,16 @@ class NetworkFleet:
             self._seen[device_id] = self.clock.now()
             if state is not None:
                 self._states[device_id] = state
+                self._cond.notify_all()
+
+    def wait_for_reports(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` until every device has reported its state (the first selection
+        then sees measured states, not placeholders); returns how many have."""
+        deadline = self.clock.now() + timeout_s
+        with self._cond:
+            while len(self._states) < len(self._profiles) and self.clock.now() < deadline:
+                self._cond.wait(timeout=0.2)
+            return len(self._states)
 
     def report_readiness(self, device_id: int, report: ReadinessReport) -> None:
         with self._cond:

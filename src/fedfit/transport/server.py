@@ -112,6 +112,7 @@ class ServerRun:
         params = load_file(str(self.model_path(progress.version)))
         self._restore(fleet, dep, progress.version)
         self.coord.fleet = fleet
+        fleet.wait_for_reports(d.heartbeat_timeout_s)
         history = [RoundReport(**json.loads(r)) for r in progress.reports]
         with RunDirectory(self.dir / "run", self.config.model_dump(mode="json"),
                           progress.log_bytes if progress.version else None) as out:
