@@ -20,7 +20,7 @@ from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData
 from fedfit.devices import Registry, TIERS
 from fedfit.experiment import _dynamic_planner, data_kwargs, fleet_profiles, initial_params, orchestrate
-from fedfit.sources import model_spec
+from fedfit.sources import exchange, model_spec
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator
 from fedfit.orchestration.cohort import enrol
@@ -63,7 +63,7 @@ def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[Devi
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
-    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
+    submodels = exchange(spec, config.width.indices, config.seed)  # none to slice for a user module without width groups
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     orchestrator, _, registry = orchestrate(
         config, fleet_, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,

@@ -33,6 +33,7 @@ from fedfit.errors import DataError
 from fedfit.experiment import _dynamic_planner, data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import _spec_from
+from fedfit.sources import user_data
 from fedfit.training import OptimizerConfig, train
 from fedfit.training.trainer import EpochBatch
 from fedfit.transport.assemble import device_profile
@@ -95,7 +96,8 @@ def local_data(config: ExperimentConfig, spec: ModelSpec, options: DeviceOptions
     shard, total = options.shard or (0, config.num_devices)
     if total != config.num_devices or not 0 <= shard < total:
         raise DataError(f"--shard: need I/N with N = the config's {config.num_devices} devices and 0 <= I < N")
-    local = build_federated_data(**data_kwargs(config)).train[shard]
+    own = user_data(config, None)  # the config's data.loader / data.devices_dir, as the server reads it
+    local = (own if own is not None else build_federated_data(**data_kwargs(config))).train[shard]
     return local.x, local.y
 
 

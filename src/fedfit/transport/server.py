@@ -30,7 +30,7 @@ from fedfit.report.run_dir import strict_json
 from fedfit.data import build_federated_data
 from fedfit.experiment import data_kwargs
 from fedfit.experiment import initial_params
-from fedfit.sources import model_spec
+from fedfit.sources import model_spec, user_data
 from fedfit.transport.assemble import Deployed, assemble, device_profile
 from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import decode, encode, split_masks
@@ -71,7 +71,8 @@ class ServerRun:
                                  Limits(d.max_body_bytes, d.max_update_norm, o.max_staleness), self.clock.now)
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.data = build_federated_data(**data_kwargs(config))
+        own = user_data(config, None)  # data.loader / data.devices_dir, else the built-in data set
+        self.data = own if own is not None else build_federated_data(**data_kwargs(config))
         self.spec = model_spec(config, self.data, None)
         self.coord.config_body = {"config": config.model_dump(mode="json"), "spec": _spec_record(self.spec)}
 
