@@ -39,7 +39,8 @@ class DroppingMonitor:
 def device(tmp_path: Path) -> Device:
     raw = tiny(batching={"mode": "dynamic"}, training={"local_epochs": 3})
     run = ServerRun(parse_config(raw), tmp_path, SECRET)
-    dev = Device(DeviceClient(None, SECRET), DeviceOptions(shard=(0, 2)), log=lambda line: None)  # type: ignore[arg-type]
+    client = DeviceClient(None, SECRET)  # type: ignore[arg-type]  # never called: no server here
+    dev = Device(client, DeviceOptions(shard=(0, 2)), log=lambda line: None)
     dev.read_config(json.loads(json.dumps(run.coord.config_body)))
     dev.setup(ProfileReport(total_memory_bytes=2**32, cpu_cores=4, arch="x86_64", flops_per_s=1e9, num_examples=100))
     return dev

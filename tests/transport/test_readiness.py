@@ -110,7 +110,8 @@ def test_the_device_answers_from_its_own_policy_on_its_state(tmp_path: Path) -> 
 
 
 def test_readiness_selection_runs_deployed_and_skips_the_device_that_is_not_ready(tmp_path: Path) -> None:
-    raw = tiny(batching={"mode": "dynamic", "selection": "readiness"}, orchestration={"clients_per_round": 1, "rounds": 2})
+    raw = tiny(batching={"mode": "dynamic", "selection": "readiness"},
+               orchestration={"clients_per_round": 1, "rounds": 2})
     # device 1 has a 1-byte limit: its policy answers "not ready" (0), and readiness-first selection
     # invites the device that affords a batch first
     options = [DeviceOptions(shard=(0, 2)), DeviceOptions(shard=(1, 2), memory_limit_bytes=1)]

@@ -63,7 +63,7 @@ def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[Devi
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
-    submodels = exchange(spec, config.width.indices, config.seed)  # none to slice for a user module without width groups
+    submodels = exchange(spec, config.width.indices, config.seed)  # a user module without width groups: none
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     orchestrator, _, registry = orchestrate(
         config, fleet_, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
