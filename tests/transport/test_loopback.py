@@ -144,9 +144,11 @@ def test_server_killed_then_restarted_loses_and_repeats_no_update(tmp_path: Path
 def test_a_killed_device_started_again_with_its_state_file_rejoins_as_itself(tmp_path: Path) -> None:
     port, state = free_port(), tmp_path / "state"
     url = f"http://127.0.0.1:{port}"
-    cfg = config(tmp_path, rounds=3, devices=2)
+    # 10 short rounds: the kill (at version 1) comes well before the end on an idle host too, and
+    # each later round waits for device 0's task, which only the restarted process can answer
+    cfg = config(tmp_path, rounds=10, devices=2)
     raw = yaml.safe_load(cfg.read_text())
-    raw["deploy"]["heartbeat_timeout_s"] = 600.0  # each round waits for device 0, killed or not
+    raw["deploy"]["heartbeat_timeout_s"] = 600.0
     cfg.write_text(yaml.safe_dump(raw))
 
     def device(i: int, log: str) -> subprocess.Popen[bytes]:
