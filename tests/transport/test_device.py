@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fedfit.config import parse_config
+from fedfit.devices import tier
 from fedfit.transport import device as device_module
 from fedfit.transport.app import create_app
 from fedfit.transport.client import DeviceClient
@@ -63,6 +64,13 @@ def test_a_deployed_run_writes_the_run_directory(tmp_path: Path) -> None:
     journal = run.store.journal()
     assert len(journal) == 4 and sorted(e.applied_version for e in journal) == [1, 1, 2, 2]  # type: ignore[type-var]
     assert (tmp_path / "models" / "v2.safetensors").is_file()
+    # energy: never a fake 0 J; an estimate from the tier's power model over measured times, labelled
+    flagship = tier("flagship_phone")
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert summary["energy_source"].startswith("estimate") and all("estimate" in m["energy_source"] for m in metrics)
+    assert summary["energy_j"] > 0 and all(e["energy_j"] > 0 for e in events if e["ok"])
+    power = flagship.compute_power_w + flagship.radio_power_w
+    assert all(e["energy_j"] <= power * (e["finish_s"] - e["start_s"]) + 1e-9 for e in events)
 
 
 def test_a_device_out_of_memory_reports_it_and_carries_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,3 +146,16 @@ def test_sub_models_and_partial_training_run_deployed(tmp_path: Path) -> None:
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     assert events and all(e["ok"] and e["width"] == 0.5 and e["techniques"] == ["partial"] for e in events)
     assert all(e.applied_version is not None for e in run.store.journal())
+
+
+@pytest.mark.slow
+def test_oort_selection_fairness_weights_and_checkpointing_run_deployed(tmp_path: Path) -> None:
+    # The same config keys as in simulation: Oort selection (with deferral), q-fair loss weights
+    # and activation checkpointing on every plan (partial training: the test above).
+    raw = tiny(model={"name": "mlp"}, selection={"kind": "oort"}, aggregation={"fairness_q": 1.0},
+               memory={"mode": "all", "techniques": ["checkpointing"]})
+    run, codes = deployed_run(tmp_path, raw, [DeviceOptions(shard=(0, 2)), DeviceOptions(shard=(1, 2))])
+    assert codes == [0, 0] and run.store.progress().version == 2
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert events and all(e["ok"] and e["techniques"] == ["checkpointing"] for e in events)
+    assert sum(e.applied_version is not None for e in run.store.journal()) == 4

@@ -139,3 +139,35 @@ def test_server_killed_then_restarted_loses_and_repeats_no_update(tmp_path: Path
     metrics = [json.loads(line) for line in (state / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["round"] for m in metrics] == list(range(rounds))
     assert json.loads((state / "run" / "summary.json").read_text())["rounds"] == rounds
+
+
+def test_a_killed_device_started_again_with_its_state_file_rejoins_as_itself(tmp_path: Path) -> None:
+    port, state = free_port(), tmp_path / "state"
+    url = f"http://127.0.0.1:{port}"
+    # 10 short rounds: the kill (at version 1) comes well before the end on an idle host too, and
+    # each later round waits for device 0's task, which only the restarted process can answer
+    cfg = config(tmp_path, rounds=10, devices=2)
+    raw = yaml.safe_load(cfg.read_text())
+    raw["deploy"]["heartbeat_timeout_s"] = 600.0
+    cfg.write_text(yaml.safe_dump(raw))
+
+    def device(i: int, log: str) -> subprocess.Popen[bytes]:
+        return spawn(["device", "--server", url, "--secret", SECRET, "--shard", f"{i}/2",
+                      "--state", str(tmp_path / f"dev{i}" / "device.json")], tmp_path / log)
+
+    procs = [server(cfg, state, port), device(0, "first0.log"), device(1, "device1.log")]
+    try:
+        wait_for_version(state / "state.db", 1, 300)
+    except AssertionError:
+        finish(procs, 1)
+        raise
+    procs[1].send_signal(signal.SIGKILL)
+    procs[1].wait()
+    again = device(0, "again0.log")
+    assert finish([procs[0], again, procs[2]], 400) == [0, 0, 0], (tmp_path / "server.log").read_text()[-2000:]
+    first, second = (tmp_path / "first0.log").read_text(), (tmp_path / "again0.log").read_text()
+    slot = re.search(r"device (\d+): enrolled", first)
+    assert slot is not None and f"device {slot.group(1)}: rejoined" in second
+    assert re.search(r"accepted task \w+", second)  # it trained as itself after the restart
+    assert len(SqliteState(state / "state.db").devices()) == 2  # no third enrolment
+    assert oct((tmp_path / "dev0" / "device.json").stat().st_mode & 0o777) == "0o600"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 import torch
@@ -20,6 +21,10 @@ from torch._C._autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from fedfit.models.custom import probe_inputs
+
+
+#: The profiler is process-wide: two threads profiling at once crash it (in-process deployment tests).
+_PROFILING = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -42,7 +47,7 @@ def peak_live_bytes(run: Callable[[], object]) -> int:
     Tensors alive before the call (and not freed in it) are not counted; what ``run`` returns
     is freed only after the measurement ends, so it counts as live to the end.
     """
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _PROFILING, _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = run()
     del result
     events = prof.profiler.kineto_results.events() if prof.profiler and prof.profiler.kineto_results else []

@@ -16,6 +16,8 @@ state is copied out, so that copy never coexists with the gradients.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import numpy as np
 import torch
 from torch import nn
@@ -26,7 +28,10 @@ from fedfit.training.techniques import build_program
 from fedfit.types import Params, TrainPlan, Update
 
 
-__all__ = ["OptimizerConfig", "evaluate", "task_generator", "train"]
+__all__ = ["EpochBatch", "OptimizerConfig", "evaluate", "task_generator", "train"]
+
+#: The device's (micro-batch, accumulation) for a local epoch, decided at its start; ``None``: pause.
+EpochBatch = Callable[[int], tuple[int, int] | None]
 
 
 def task_generator(seed: int, device_id: int, round_: int) -> torch.Generator:
@@ -35,15 +40,30 @@ def task_generator(seed: int, device_id: int, round_: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(state[0]) & 0x7FFF_FFFF_FFFF_FFFF)
 
 
-def _batches(n: int, plan: TrainPlan, gen: torch.Generator) -> list[tuple[torch.Tensor, int]]:
-    """(indices, micro-batch) of each effective batch, epoch after epoch, capped by ``max_steps``."""
-    out: list[tuple[torch.Tensor, int]] = []
+def _batches(n: int, plan: TrainPlan, gen: torch.Generator, at_epoch: EpochBatch | None = None,
+             ran: list[tuple[int, int]] | None = None) -> Iterator[tuple[torch.Tensor, int]]:
+    """(indices, micro-batch) of each effective batch, epoch after epoch, capped by ``max_steps``.
+
+    Lazy: ``at_epoch(epoch)`` (when given) is asked at the start of each epoch, after the previous
+    one trained, for that epoch's (micro-batch, accumulation) or ``None`` to stop there; ``ran``
+    collects the batches of the epochs that ran. The shuffle is the same either way."""
     epochs = len(plan.epoch_batches) or plan.local_epochs
+    emitted = 0
     for epoch in range(epochs):
-        micro, accumulation = plan.epoch_batch(epoch)
+        if plan.max_steps is not None and emitted >= plan.max_steps:
+            return
+        chosen = plan.epoch_batch(epoch) if at_epoch is None else at_epoch(epoch)
+        if chosen is None:
+            return
+        micro, accumulation = chosen
+        if ran is not None:
+            ran.append((micro, accumulation))
         order = torch.randperm(n, generator=gen)
-        out.extend((idx, micro) for idx in order.split(micro * accumulation))
-    return out[: plan.max_steps] if plan.max_steps is not None else out
+        for idx in order.split(micro * accumulation):
+            if plan.max_steps is not None and emitted >= plan.max_steps:
+                return
+            emitted += 1
+            yield idx, micro
 
 
 def _step(micro_step: MicroStep, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
@@ -81,6 +101,7 @@ def train(
     *,
     seed: int,
     optimizer: OptimizerConfig = OptimizerConfig(),
+    at_epoch: EpochBatch | None = None,
 ) -> Update:
     """Train ``model`` from ``params`` on (x, y) following ``plan``.
 
@@ -92,6 +113,8 @@ def train(
             (:func:`fedfit.training.techniques.build_program` builds the technique's program).
         seed: experiment seed (with device and round it fixes the shuffling).
         optimizer: the local optimiser (SGD with momentum and weight decay, or Adam) and FedProx μ.
+        at_epoch: a deployed device's batch decision at the start of each local epoch (it re-reads
+            its monitor); ``None``: the plan's batches. The update reports the batches used.
 
     Returns:
         The :class:`Update` with the trained parameters and the work done.
@@ -102,7 +125,8 @@ def train(
     gen = task_generator(seed, plan.device_id, plan.round)
     loss_sum, samples, steps = 0.0, 0, 0
     anchor = _proximal_anchor(model, params, plan) if optimizer.proximal_mu > 0 else []
-    for idx, micro in _batches(len(x), plan, gen):
+    ran: list[tuple[int, int]] = []
+    for idx, micro in _batches(len(x), plan, gen, at_epoch, ran):
         program.zero_grad()
         loss_sum += _step(program.micro_step, x, y, idx, micro)
         if anchor:
@@ -113,6 +137,7 @@ def train(
     program.zero_grad()
     model.zero_grad(set_to_none=True)  # no gradient outlives training: the copy below needs the room
     new_params, masks = program.finish()
+    batches = tuple(ran) if at_epoch is not None else plan.epoch_batches
     return Update(
         device_id=plan.device_id,
         round=plan.round,
@@ -120,10 +145,10 @@ def train(
         num_examples=len(x),
         samples_processed=samples,
         steps=steps,
-        micro_batch=plan.epoch_batches[-1][0] if plan.epoch_batches else plan.micro_batch,
-        accumulation_steps=plan.epoch_batches[-1][1] if plan.epoch_batches else plan.accumulation_steps,
+        micro_batch=batches[-1][0] if batches else plan.micro_batch,
+        accumulation_steps=batches[-1][1] if batches else plan.accumulation_steps,
         train_loss=loss_sum / max(samples, 1),
-        epoch_batches=plan.epoch_batches,
+        epoch_batches=batches,
         masks=masks,
     )
 

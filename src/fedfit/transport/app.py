@@ -75,6 +75,11 @@ def create_app(coord: Coordinator, lifespan: Lifespan | None = None, poll_wait_s
         coord.heartbeat(dev, body)
         return Response(status_code=204)
 
+    @app.post("/v1/readiness", status_code=204)
+    async def readiness(dev: Device, body: Json) -> Response:
+        coord.readiness(dev, body)
+        return Response(status_code=204)
+
     @app.get("/v1/config")
     async def config(x_fleet_secret: Annotated[str | None, Header()] = None) -> dict[str, object]:
         coord.check_secret(x_fleet_secret or "")

@@ -21,7 +21,7 @@ from fedfit.data import FederatedData
 from fedfit.devices import Registry
 from fedfit.devices.realistic import catalogue
 from fedfit.experiment import _dynamic_planner, data_kwargs, fleet_profiles, initial_params, orchestrate
-from fedfit.sources import model_spec
+from fedfit.sources import exchange, model_spec
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator
 from fedfit.orchestration.cohort import enrol
@@ -65,9 +65,13 @@ def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[Devi
     costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
-    submodels = SubModelExchange.for_spec(spec, config.width.indices, config.seed)
+    submodels = exchange(spec, config.width.indices, config.seed)  # a user module without width groups: none
+    dynamic = _dynamic_planner(config, costs, memory, num_examples)
     orchestrator, _, registry = orchestrate(
         config, fleet_, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
-        profiles=profiles, initial=initial_params(config, spec),
-        dynamic=_dynamic_planner(config, costs, memory, num_examples), submodels=submodels)
+        profiles=profiles, initial=initial_params(config, spec), dynamic=dynamic, submodels=submodels)
+    if orchestrator.cohort is not None and orchestrator.cohort.batch_readiness is not None:
+        # selection reads the devices' own answers to the readiness query where simulation asks the policy
+        orchestrator.cohort = dataclasses.replace(
+            orchestrator.cohort, batch_readiness=fleet_.batch_readiness(orchestrator.cohort.batch_readiness))
     return Deployed(spec, workload, orchestrator, submodels, registry)

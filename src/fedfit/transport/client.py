@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from fedfit.transport.messages import FailureReport, ProfileReport, StateReport, TaskMessage
+from fedfit.transport.messages import FailureReport, ProfileReport, ReadinessReport, StateReport, TaskMessage
 
 
 class Refused(Exception):
@@ -37,6 +37,8 @@ class DeviceClient:
         self.http, self._secret, self._attempts, self._backoff, self._sleep = http, secret, attempts, backoff_s, sleep
         self.token: str | None = None
         self.device_id: int | None = None
+        #: (bytes, seconds) of the config download: the device's first bandwidth measurement.
+        self.config_transfer: tuple[int, float] | None = None
 
     def _call(self, method: str, url: str, **kw: Any) -> httpx.Response:
         headers = kw.pop("headers", {}) | ({"Authorization": f"Bearer {self.token}"} if self.token else {})
@@ -67,9 +69,17 @@ class DeviceClient:
         self._call("POST", "/v1/heartbeat", content=state.model_dump_json(),
                    headers={"Content-Type": "application/json"})
 
+    def readiness(self, report: ReadinessReport) -> None:
+        """Answer the readiness query (seed 000): ready or not, why, and the batch affordable now."""
+        self._call("POST", "/v1/readiness", content=report.model_dump_json(),
+                   headers={"Content-Type": "application/json"})
+
     def config(self) -> dict[str, Any]:
         """The run's config and model spec (the fleet secret suffices: asked before enrolling)."""
-        out: dict[str, Any] = self._call("GET", "/v1/config", headers={"X-Fleet-Secret": self._secret}).json()
+        start = time.perf_counter()
+        resp = self._call("GET", "/v1/config", headers={"X-Fleet-Secret": self._secret})
+        self.config_transfer = (len(resp.content), max(time.perf_counter() - start, 1e-6))
+        out: dict[str, Any] = resp.json()
         return out
 
     def next_task(self, wait_s: float) -> TaskMessage | None:

@@ -22,6 +22,8 @@ from fedfit.errors import ConfigError
 from fedfit.transport.app import create_app
 from fedfit.transport.client import DeviceClient, Refused
 from fedfit.transport.device import Device, DeviceOptions, local_data, measure_profile
+from fedfit.transport.identity import Identity, load_identity, save_identity
+from fedfit.transport.messages import StateReport
 from fedfit.transport.server import ServerRun
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
@@ -98,7 +100,7 @@ def cmd_device(args: argparse.Namespace, console: Any) -> int:
     with httpx.Client(base_url=args.server, verify=verify, timeout=120.0) as http:  # > the longest long-poll (60 s)
         client = DeviceClient(http, _secret(args))
         try:
-            return _device(client, options)
+            return _device(client, options, args.server, Path(args.state) if args.state else None)
         except Refused as err:
             print(f"fedfit: error: server refused: {err}", file=sys.stderr)
             return 2
@@ -107,18 +109,42 @@ def cmd_device(args: argparse.Namespace, console: Any) -> int:
             return 1
 
 
-def _device(client: DeviceClient, options: DeviceOptions) -> int:
+def _device(client: DeviceClient, options: DeviceOptions, server: str = "", state: Path | None = None) -> int:
     body = client.config()
     device = Device(client, options)
+    if client.config_transfer is not None:  # a measured bandwidth before the first report (selection's
+        device.monitor.record_transfer(*client.config_transfer)  # time predictions need one)
     config, spec = device.read_config(body)
     x, y = local_data(config, spec, options)
     profile = measure_profile(options, len(x))
-    device_id = client.enrol(profile)
+    how = "rejoined" if _rejoin(client, device, server, state) else "enrolled"
+    if how == "enrolled":
+        client.enrol(profile)
+        if state is not None:
+            save_identity(state, Identity(server, client.device_id or 0, client.token or ""))
+    device_id = client.device_id
     device.setup(profile)
-    print(f"device {device_id}: enrolled with {len(x)} examples, memory limit {options.memory_limit_bytes}", flush=True)
+    print(f"device {device_id}: {how} with {len(x)} examples, memory limit {options.memory_limit_bytes}", flush=True)
     accepted = device.run(x, y)
     print(f"device {device_id}: run finished, {accepted} updates accepted", flush=True)
     return 0
+
+
+def _rejoin(client: DeviceClient, device: Device, server: str, state: Path | None) -> bool:
+    """Take up the identity saved in ``state`` when it is for ``server`` and the server still
+    knows its token (a server started on fresh state does not: the device enrols anew)."""
+    identity = load_identity(state) if state is not None else None
+    if identity is None or identity.server != server:
+        return False
+    client.token, client.device_id = identity.token, identity.device_id
+    try:
+        client.heartbeat(StateReport.of(device.monitor.snapshot()))
+    except Refused as err:
+        if err.code != "unknown_token":
+            raise
+        client.token = client.device_id = None
+        return False
+    return True
 
 
 def add_parsers(sub: Any) -> None:
@@ -140,4 +166,6 @@ def add_parsers(sub: Any) -> None:
     d.add_argument("--memory-limit", help="memory offered to training, e.g. 300MB (minus this process's RSS)")
     d.add_argument("--tier", help="catalogue tier this device stands in for (default: its slot's)")
     d.add_argument("--ca", help="CA certificate (PEM) to verify the server's TLS certificate")
+    d.add_argument("--state", help="file keeping this device's slot and token (mode 0600), so the device "
+                                   "rejoins as itself when started again (default: enrol anew each start)")
     d.set_defaults(func=cmd_device)

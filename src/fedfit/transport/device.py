@@ -33,12 +33,16 @@ from fedfit.errors import DataError
 from fedfit.experiment import _dynamic_planner, data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import _spec_from
+from fedfit.sources import user_data
 from fedfit.training import OptimizerConfig, train
+from fedfit.training.trainer import EpochBatch
 from fedfit.transport.assemble import device_profile
 from fedfit.transport.client import DeviceClient, Refused
 from fedfit.transport.codec import decode, encode, with_masks
 from fedfit.transport.secagg_device import secure_upload
-from fedfit.transport.messages import FailureReport, ProfileReport, StateReport, TaskMessage, UpdateReport, plan_from_record
+from fedfit.transport.messages import (
+    FailureReport, ProfileReport, ReadinessReport, StateReport, TaskMessage, UpdateReport, plan_from_record,
+)
 from fedfit.types import DeviceState, FailureCause, TrainPlan
 
 Log = Callable[[str], None]
@@ -93,7 +97,8 @@ def local_data(config: ExperimentConfig, spec: ModelSpec, options: DeviceOptions
     shard, total = options.shard or (0, config.num_devices)
     if total != config.num_devices or not 0 <= shard < total:
         raise DataError(f"--shard: need I/N with N = the config's {config.num_devices} devices and 0 <= I < N")
-    local = build_federated_data(**data_kwargs(config)).train[shard]
+    own = user_data(config, None)  # the config's data.loader / data.devices_dir, as the server reads it
+    local = (own if own is not None else build_federated_data(**data_kwargs(config))).train[shard]
     return local.x, local.y
 
 
@@ -136,7 +141,11 @@ class Device:
     def run(self, x: torch.Tensor, y: torch.Tensor) -> int:
         """Pull and train tasks until the server says the run is over; returns tasks accepted."""
         while True:
-            self.client.heartbeat(StateReport.of(self.monitor.snapshot()))
+            state = self.monitor.snapshot()
+            self.client.heartbeat(StateReport.of(state))
+            answer = self.readiness(state)
+            if answer is not None:
+                self.client.readiness(answer)
             try:
                 task = self.client.next_task(self.options.poll_wait_s)
             except Refused as err:
@@ -145,6 +154,17 @@ class Device:
                 raise
             if task is not None:
                 self._handle(task, x, y)
+
+    def readiness(self, state: DeviceState) -> ReadinessReport | None:
+        """The answer to the server's readiness query from this device's batch policy on ``state``
+        (full model, no memory technique); ``None`` without dynamic batching (the server then
+        reads the reported state, as in simulation)."""
+        if self.policy is None:
+            return None
+        d = self.policy.decide(self.profile, state)
+        if d.declined or d.micro_batch < 1:
+            return ReadinessReport(ready=False, reason=d.reason[:500], affordable_batch=0)
+        return ReadinessReport(ready=True, affordable_batch=d.micro_batch)
 
     def _handle(self, task: TaskMessage, x: torch.Tensor, y: torch.Tensor) -> None:
         plan = plan_from_record(task.plan)
@@ -191,13 +211,34 @@ class Device:
         return dataclasses.replace(plan, micro_batch=d.micro_batch, accumulation_steps=d.accumulation_steps,
                                    bound_by=d.bound_by), None
 
+    def _at_epoch(self, plan: TrainPlan) -> EpochBatch | None:
+        """Dynamic batching's device side: before each local epoch after the first (decided by
+        :meth:`_decide` just before), re-read the monitor and run the policy again; a decline
+        pauses training and the epochs done so far are uploaded (as in simulation)."""
+        policy = self.policy
+        if policy is None:
+            return None
+
+        def decide(epoch: int) -> tuple[int, int] | None:
+            if epoch == 0:
+                return plan.micro_batch, plan.accumulation_steps
+            d = policy.adapt(plan, self.profile, self.monitor.snapshot(), epoch)
+            if d.declined:
+                self.log(f"device {self.client.device_id} round {plan.round} epoch {epoch}: paused ({d.reason})")
+                return None
+            if (d.micro_batch, d.accumulation_steps) != (plan.micro_batch, plan.accumulation_steps):
+                self.log(f"device {self.client.device_id} round {plan.round} epoch {epoch}: micro-batch "
+                         f"{d.micro_batch} x {d.accumulation_steps} ({d.reason})")
+            return d.micro_batch, d.accumulation_steps
+        return decide
+
     def _train(self, plan: TrainPlan, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
                down_s: float) -> bytes | None:
         beat = _Heartbeat(self.client, self.monitor, self.config.deploy.heartbeat_timeout_s / 3)
         start = time.perf_counter()
         try:
             update = train(self.spec.build(plan.width), params, x, y, plan, seed=self.config.seed,
-                           optimizer=self.optimizer)
+                           optimizer=self.optimizer, at_epoch=self._at_epoch(plan))
         except (MemoryError, torch.OutOfMemoryError) as err:
             self._oom = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'allocation failed'}"
             return None

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 
 from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import encode
-from fedfit.transport.messages import plan_record
+from fedfit.transport.messages import ReadinessReport, plan_record
 from fedfit.transport.state import ServerState, TaskRecord
 from fedfit.types import (
     DeviceProfile, DeviceState, Failure, FailureCause, Link, Params, TaskCost, TaskResult, Thermal, TrainPlan,
 )
 
 _NO_COST = TaskCost(0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0.0)
+#: A device's affordable micro-batch for a plan, given its profile and state (0: it would decline).
+BatchReadiness = Callable[[TrainPlan, DeviceProfile, DeviceState], int]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class NetworkFleet:
         self._timeout_s, self._heartbeat_s = task_timeout_s, heartbeat_timeout_s
         self._cond = threading.Condition()
         self._states: dict[int, DeviceState] = {}
+        self._ready: dict[int, ReadinessReport] = {}
         self._seen: dict[int, float] = {d: clock.now() for d in range(len(self._profiles))}
         self._flight: dict[int, InFlight] = {}
         self._queue: list[Queued] = []
@@ -150,6 +153,40 @@ class NetworkFleet:
             self._seen[device_id] = self.clock.now()
             if state is not None:
                 self._states[device_id] = state
+                self._cond.notify_all()
+
+    def wait_for_reports(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` until every device has reported its state (the first selection
+        then sees measured states, not placeholders); returns how many have."""
+        deadline = self.clock.now() + timeout_s
+        with self._cond:
+            while len(self._states) < len(self._profiles) and self.clock.now() < deadline:
+                self._cond.wait(timeout=0.2)
+            return len(self._states)
+
+    def report_readiness(self, device_id: int, report: ReadinessReport) -> None:
+        with self._cond:
+            self._seen[device_id] = self.clock.now()
+            self._ready[device_id] = report
+
+    def batch_readiness(self, policy: BatchReadiness) -> BatchReadiness:
+        """The cohort's readiness source: what each device answered to the readiness query.
+
+        A device that said it is not ready affords 0 (selection defers or deprioritises it, as
+        a simulated device that would decline); a device that answered affords the batch it
+        reported for a plain plan (full width, no memory technique); a plan at another width or
+        with a technique, or a device that has not answered yet, gets ``policy`` (the same batch
+        policy) on its last reported state, as in simulation.
+        """
+        def answered(plan: TrainPlan, profile: DeviceProfile, state: DeviceState) -> int:
+            with self._cond:
+                report = self._ready.get(plan.device_id)
+            if report is not None and not report.ready:
+                return 0
+            if report is None or plan.width != 1.0 or plan.techniques.active:
+                return policy(plan, profile, state)
+            return report.affordable_batch
+        return answered
 
     def task_for(self, device_id: int) -> InFlight | None:
         with self._cond:

@@ -66,6 +66,16 @@ class StateReport(_Body):
         return cls(**{f.name: getattr(state, f.name) for f in dataclasses.fields(state)})
 
 
+class ReadinessReport(_Body):
+    """A device's answer to the readiness query (seed 000), from its own batch policy on its state
+    now: whether it would train, why not, and the micro-batch it can afford for the full model
+    without memory techniques (0 when not ready)."""
+
+    ready: bool
+    reason: Annotated[str, Field(max_length=500)] = ""
+    affordable_batch: Annotated[int, Field(ge=0, le=10**7)]
+
+
 class TaskMessage(_Body):
     task_id: str
     version: int

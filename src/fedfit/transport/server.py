@@ -30,14 +30,14 @@ from fedfit.report.run_dir import strict_json
 from fedfit.data import build_federated_data
 from fedfit.experiment import data_kwargs
 from fedfit.experiment import initial_params
-from fedfit.sources import model_spec
+from fedfit.sources import model_spec, user_data
 from fedfit.transport import secagg_setup
 from fedfit.transport.assemble import Deployed, assemble, device_profile
 from fedfit.transport.clock import WallClock
 from fedfit.transport.codec import decode, encode, split_masks
 from fedfit.transport.fleet import InFlight, NetworkFleet, Queued
 from fedfit.transport.messages import ProfileReport, UpdateReport, plan_from_record
-from fedfit.transport.service import Coordinator, Limits
+from fedfit.transport.service import ENERGY_SOURCE, Coordinator, Limits
 from fedfit.transport.sqlite_state import SqliteState
 from fedfit.transport.state import VersionCommit
 from fedfit.types import Params, RoundReport, Update
@@ -72,7 +72,8 @@ class ServerRun:
                                  Limits(d.max_body_bytes, d.max_update_norm, o.max_staleness), self.clock.now)
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.data = build_federated_data(**data_kwargs(config))
+        own = user_data(config, None)  # data.loader / data.devices_dir, else the built-in data set
+        self.data = own if own is not None else build_federated_data(**data_kwargs(config))
         self.spec = model_spec(config, self.data, None)
         self.coord.config_body = {"config": config.model_dump(mode="json"), "spec": _spec_record(self.spec)}
 
@@ -114,6 +115,7 @@ class ServerRun:
         params = load_file(str(self.model_path(progress.version)))
         self._restore(fleet, dep, progress.version)
         self.coord.fleet = fleet
+        fleet.wait_for_reports(d.heartbeat_timeout_s)
         history = [RoundReport(**json.loads(r)) for r in progress.reports]
         with RunDirectory(self.dir / "run", self.config.model_dump(mode="json"),
                           progress.log_bytes if progress.version else None) as out:
@@ -141,7 +143,8 @@ class ServerRun:
     def _commit(self, fleet: NetworkFleet, out: RunDirectory, outcome: RoundOutcome, params: Params,
                 version: int) -> None:
         write_atomic(self.model_path(version), encode(params))
-        out.log_round(outcome.report, outcome.results, {"rejected_requests": dict(self.coord.rejections)})
+        out.log_round(outcome.report, outcome.results, {"rejected_requests": dict(self.coord.rejections),
+                                                        "energy_source": ENERGY_SOURCE})
         applied, dropped = fleet.settled()
         record = strict_json(report_record(outcome.report))
         self.store.commit_version(VersionCommit(version, applied, dropped, self.clock.now(), out.log_bytes(), record))
@@ -153,7 +156,7 @@ class ServerRun:
                              "wall_time_s": round(self.clock.now(), 2)}
 
     def _finish(self, dep: Deployed, out: RunDirectory, params: Params, history: list[RoundReport]) -> None:
-        summary = summarise(history, self.config.evaluation.target_accuracy)
+        summary = summarise(history, self.config.evaluation.target_accuracy) | {"energy_source": ENERGY_SOURCE}
         save_model(out.path, dep.spec, params, dep.submodels.stats)
         if self.config.output.plots:
             out.plot(history, name=self.config.name, target=self.config.evaluation.target_accuracy)

@@ -22,12 +22,17 @@ from pydantic import ValidationError
 from fedfit.transport.codec import check_update, decode, split_masks
 from fedfit.transport.fleet import InFlight, NetworkFleet
 from fedfit.transport.messages import (
-    EnrolRequest, EnrolResponse, FailureReport, StateReport, TaskMessage, UpdateReport, plan_record,
+    EnrolRequest, EnrolResponse, FailureReport, ReadinessReport, StateReport, TaskMessage, UpdateReport,
+    plan_record,
 )
 from fedfit.transport.rejection import Rejected
 from fedfit.transport.secagg_hub import SecAggHub
 from fedfit.transport.state import DeviceRecord, ServerState, StateError
 from fedfit.types import Failure, FailureCause, TaskCost, TaskResult, Update
+
+#: What a deployed run's ``energy_j`` is: no device measures its energy, so the server estimates it
+#: with the simulator's cost model (the tier's compute and radio power) over the measured times.
+ENERGY_SOURCE = "estimate: tier compute_power_w x measured training s + radio_power_w x measured download s"
 
 #: Causes a device may report for its own task.
 DEVICE_CAUSES = {FailureCause.OUT_OF_MEMORY, FailureCause.DECLINED, FailureCause.BATTERY, FailureCause.OFFLINE}
@@ -104,6 +109,13 @@ class Coordinator:
         if self.fleet is not None:
             self.fleet.heartbeat(device, report.to_state())
 
+    def readiness(self, device: int, body: bytes) -> None:
+        report = parse(ReadinessReport, body, "readiness")
+        if report.ready != (report.affordable_batch > 0):
+            raise Rejected(422, "bad_readiness", "readiness: ready needs affordable_batch > 0, not ready needs 0")
+        if self.fleet is not None:
+            self.fleet.report_readiness(device, report)
+
     def task(self, device: int) -> TaskMessage | None:
         if self.finished:
             raise Rejected(410, "run_finished", "task: the run has finished")
@@ -168,12 +180,15 @@ class Coordinator:
     @staticmethod
     def result_of(fleet: NetworkFleet | None, task: InFlight, update: Update, report: UpdateReport, size: int,
                   now: float) -> TaskResult:
-        """The fleet event of an accepted update (measured times; energy unknown: 0)."""
+        """The fleet event of an accepted update: measured times, and energy estimated from them
+        with the tier's power model (:data:`ENERGY_SOURCE`; no device measures its energy)."""
         assert fleet is not None
         plan = dataclasses.replace(task.plan, micro_batch=report.micro_batch,
                                    accumulation_steps=report.accumulation_steps,
                                    epoch_batches=tuple(report.epoch_batches))
-        cost = TaskCost(report.download_s, report.duration_s, 0.0, 0.0, report.peak_rss_bytes,
+        profile = fleet.profile(task.plan.device_id)
+        energy = profile.compute_power_w * report.duration_s + profile.radio_power_w * report.download_s
+        cost = TaskCost(report.download_s, report.duration_s, 0.0, energy, report.peak_rss_bytes,
                         len(task.payload), size, 0.0)
         free = fleet.snapshot(task.plan.device_id, now).free_memory_bytes
         return TaskResult(plan, fleet.profile(task.plan.device_id).tier, task.start_s, now, update, cost, free)
@@ -201,7 +216,7 @@ class Coordinator:
             raise Rejected(409, "task_closed", f"task {task_id}: closed while the request was checked") from None
 
 
-M = TypeVar("M", StateReport, UpdateReport, FailureReport, EnrolRequest)
+M = TypeVar("M", StateReport, UpdateReport, FailureReport, EnrolRequest, ReadinessReport)
 
 
 def parse(model: type[M], body: bytes, what: str) -> M:
