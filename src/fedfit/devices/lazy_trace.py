@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import overload
 
 import numpy as np
@@ -36,7 +36,7 @@ from fedfit.devices import generators as gen
 from fedfit.devices.counter_rng import normal, uniform
 from fedfit.devices.lazy_battery import DAY_S, battery_at, sessions
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
-from fedfit.devices.traces import thermal_of, with_consumption
+from fedfit.devices.traces import DeviceTrace, thermal_of, with_consumption
 from fedfit.types import DeviceProfile, DeviceState, Link
 
 _HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)
@@ -94,7 +94,7 @@ class LazyTrace:
     def _sessions(self, day: int, behaviour: TierBehaviour) -> tuple[tuple[float, float], ...]:
         cached = self._memo.get("sessions")
         if isinstance(cached, tuple) and cached[0] == day:
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
         found = sessions(self._key(_BATTERY), day, self.params, behaviour, self.offset_h())
         self._memo["sessions"] = (day, found)
         return found
@@ -191,7 +191,7 @@ class LazyTrace:
         return steady + stationary_sd * normal(*key, math.floor(t / p.step_s))
 
 
-class LazyTraces(Sequence[LazyTrace]):
+class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
     """Every device's :class:`LazyTrace`, made on demand (a fleet's ``traces`` argument).
 
     Holds the profiles and keeps the last ``cache_size`` traces asked for (their per-device
@@ -202,11 +202,13 @@ class LazyTraces(Sequence[LazyTrace]):
         params: generator parameters.
         seed: experiment seed.
         cache_size: traces kept (least recently used dropped first).
+        overrides: traces to use instead for some devices (the user's CSV traces).
     """
 
     def __init__(self, profiles: Sequence[DeviceProfile], params: TraceParams, seed: int,
-                 cache_size: int = 16384) -> None:
+                 cache_size: int = 16384, overrides: Mapping[int, DeviceTrace] | None = None) -> None:
         self._profiles, self._params, self._seed = profiles, params, seed
+        self._overrides = dict(overrides or {})
         self._cache: OrderedDict[int, LazyTrace] = OrderedDict()
         self._cache_size = cache_size
 
@@ -214,14 +216,18 @@ class LazyTraces(Sequence[LazyTrace]):
         return len(self._profiles)
 
     @overload
-    def __getitem__(self, index: int) -> LazyTrace: ...
+    def __getitem__(self, index: int) -> LazyTrace | DeviceTrace: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[LazyTrace]: ...
+    def __getitem__(self, index: slice) -> Sequence[LazyTrace | DeviceTrace]: ...
 
-    def __getitem__(self, index: int | slice) -> LazyTrace | Sequence[LazyTrace]:
+    def __getitem__(self, index: int | slice) -> LazyTrace | DeviceTrace | Sequence[LazyTrace | DeviceTrace]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         device = index + len(self) if index < 0 else index
+        if not 0 <= device < len(self):
+            raise IndexError(f"device {index} out of range (fleet has {len(self)})")
+        if device in self._overrides:
+            return self._overrides[device]
         trace = self._cache.get(device)
         if trace is None:
             trace = LazyTrace(self._profiles[device], self._params, self._seed, device)

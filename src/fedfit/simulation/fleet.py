@@ -97,7 +97,9 @@ class SimulatedFleet:
                  num_examples: Sequence[int], costs: CostTable, memory: MemoryModel,
                  executor: Executor, adapter: EpochAdapter | None = None,
                  examples_at: Callable[[int, float], int] | None = None) -> None:
-        self._profiles, self._traces, self._examples = list(profiles), list(traces), list(num_examples)
+        # A list is copied; any other sequence (lazy traces made on demand) is kept as given.
+        self._traces = list(traces) if isinstance(traces, list) else traces
+        self._profiles, self._examples = list(profiles), list(num_examples)
         self._costs, self._memory, self._executor = costs, memory, executor
         self._adapter, self._examples_at = adapter, examples_at
         self._consumed_j = [0.0] * len(self._profiles)
