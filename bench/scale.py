@@ -12,20 +12,32 @@ vector (60,000 samples, 10 classes, alpha 0.5) over N devices, seconds.
     PYTHONPATH=src .venv/bin/python bench/scale.py checkpoint --devices 10000 100000
     PYTHONPATH=src .venv/bin/python bench/scale.py partition --devices 10000 60000
     PYTHONPATH=src .venv/bin/python bench/scale.py threads --threads 1 2
+    PYTHONPATH=src .venv/bin/python bench/scale.py fleet --devices 1000 10000 --per-round 10 100 1000
 
 ``threads``: a whole small run (digits, MLP, 10 of 20 devices per round, 5 rounds) with
 ``simulation.torch_threads`` set to each value; wall seconds per client update (training,
 aggregation and evaluation of rounds 2-5 over their updates).
+
+``fleet``: a whole experiment built from a config (lazy traces and sampled candidates, as
+``auto`` picks them above 10,000 devices; synthetic data with ``data.pool: 1000``; logistic
+regression; phones of three tiers) with N devices and K clients per round, 4 rounds: build
+seconds, peak RSS, the registry's memory (RSS growth while a second one is enrolled), and per
+round (rounds 2-4) the wall milliseconds of training (the executor's), evaluation, and
+orchestration (everything else: candidates, check-in, selection, planning, cost model,
+dispatch, aggregation). One process per row (``--fresh``) keeps peak RSS per row.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -113,9 +125,85 @@ def bench_threads(torch_threads: int | str, rounds: int = 5) -> dict[str, float]
             "final_accuracy": result.reports[-1].accuracy}
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+class _Timed:
+    """An executor (or handle) whose training seconds are added to ``spent[0]``."""
+
+    def __init__(self, inner: Any, spent: list[float]) -> None:
+        self.inner, self.spent = inner, spent
+
+    def submit(self, task: Any) -> Any:
+        return _Timed(self.inner.submit(task), self.spent)
+
+    def result(self) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.result()
+        finally:
+            self.spent[0] += time.perf_counter() - t0
+
+    def cancel(self) -> bool:
+        return bool(self.inner.cancel())
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def bench_fleet(devices: int, per_round: int, rounds: int = 4) -> dict[str, float]:
+    """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
+    from fedfit.config import parse_config
+    from fedfit.experiment import build
+    from fedfit.orchestration.cohort import enrol
+
+    third = devices // 3
+    config = parse_config({
+        "seed": 0, "model": {"name": "logreg"},
+        "data": {"dataset": "synthetic", "partition": {"kind": "natural"}, "pool": min(devices, 1000),
+                 "max_train_samples": 50_000, "max_test_samples": 500},
+        "fleet": {"tiers": {"flagship_phone": third, "midrange_phone": third, "older_phone": devices - 2 * third}},
+        "training": {"batch_size": 16, "max_steps": 4},
+        "orchestration": {"rounds": rounds, "clients_per_round": per_round},
+        "output": {"plots": False, "progress": False}})
+    rss0, t0 = _rss_mb(), time.perf_counter()
+    exp = build(config)
+    build_s, rss_built = time.perf_counter() - t0, _rss_mb()
+    training, evaluation = [0.0], [0.0]
+    exp.fleet._executor = _Timed(exp.fleet._executor, training)  # type: ignore[assignment]
+    orchestrator = exp.orchestrator
+    inner_eval = orchestrator.evaluator
+
+    def timed_eval(params: Any) -> tuple[float, float]:
+        t = time.perf_counter()
+        try:
+            return inner_eval(params)
+        finally:
+            evaluation[0] += time.perf_counter() - t
+
+    orchestrator.evaluator = timed_eval  # type: ignore[method-assign]
+    marks: list[tuple[float, float, float, int]] = []
+    for outcome in orchestrator.rounds(exp.initial_params):  # type: ignore[union-attr]
+        marks.append((time.perf_counter(), training[0], evaluation[0], sum(outcome.report.participants_by_tier.values())))
+    (w0, tr0, ev0, _), (w1, tr1, ev1, _) = marks[0], marks[-1]
+    n = len(marks) - 1
+    rss_before = _rss_mb()
+    second = enrol(exp.fleet)
+    registry_mb = _rss_mb() - rss_before
+    del second
+    return {"devices": devices, "per_round": per_round, "build_s": build_s, "built_rss_mb": rss_built - rss0,
+            "registry_mb": registry_mb, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+            "orchestration_ms": ((w1 - w0) - (tr1 - tr0) - (ev1 - ev0)) / n * 1e3,
+            "training_ms": (tr1 - tr0) / n * 1e3, "eval_ms": (ev1 - ev0) / n * 1e3,
+            "updates_per_round": sum(m[3] for m in marks[1:]) / n}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("checkpoint", "partition", "threads"))
+    parser.add_argument("what", choices=("checkpoint", "partition", "threads", "fleet"))
+    parser.add_argument("--per-round", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
     args = parser.parse_args()
@@ -123,9 +211,19 @@ def main() -> None:
         for setting in args.threads:
             print(bench_threads(int(setting) if setting.isdigit() else setting), flush=True)
         return
+    if args.what == "fleet":
+        for n in args.devices:
+            for k in args.per_round:
+                if k <= n:
+                    _print(bench_fleet(n, k))
+        return
     for n in args.devices:
         row = bench_checkpoint(n) if args.what == "checkpoint" else bench_partition(n)
-        print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+        _print(row)
+
+
+def _print(row: dict[str, float]) -> None:
+    print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
 
 
 if __name__ == "__main__":

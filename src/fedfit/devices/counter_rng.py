@@ -1,11 +1,12 @@
 """A counter-based random source: a uniform number as a pure function of integer keys.
 
-``uniform(*keys)`` sums its keys times fixed odd 64-bit constants (one per position, mod
-2**64) and hashes the sum with the SplitMix64 finaliser (Steele, Lea and Flood, "Fast
-splittable pseudorandom number generators", OOPSLA 2014), then maps the top 53 bits to
-[0, 1). Up to eight keys. Nothing is stored and no history is needed: the number for
-(seed, device, stream, block) is the same whenever and in whatever order it is asked for,
-which is what lets a device's state at time t be computed on demand.
+``uniform(*keys)`` hashes the tuple of its keys with CPython's tuple hash (xxHash-style lanes;
+integers hash to themselves modulo 2**61 - 1 and are never salted, so the value is the same in
+every process and run; stable since CPython 3.8 on 64-bit builds), then scrambles it with the
+SplitMix64 finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
+OOPSLA 2014) and maps the top 53 bits to [0, 1). Nothing is stored and no history is needed:
+the number for (seed, device, stream, block) is the same whenever and in whatever order it is
+asked for, which is what lets a device's state at time t be computed on demand.
 
 >>> uniform(1, 2, 3) == uniform(1, 2, 3)
 True
@@ -18,12 +19,6 @@ from __future__ import annotations
 import math
 
 _MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-# Odd constants from SplitMix64 itself (seeded by the golden ratio), one per key position.
-_WEIGHTS = (
-    0xE220A8397B1DCDAF, 0x6E789E6AA1B965F5, 0x06C45D188009454F, 0xF88BB8A8724C81EC,
-    0xD3C3D7A2B3D3F0A5, 0x1C9A1C2E3F5D7B93, 0x8B4F2A6C9E1D3F57, 0x5D6E7F8091A2B3C5,
-)
 
 
 def _mix(z: int) -> int:
@@ -34,12 +29,7 @@ def _mix(z: int) -> int:
 
 def uniform(*keys: int) -> float:
     """A number in [0, 1) fixed by ``keys`` (any Python ints; negatives allowed)."""
-    if len(keys) > len(_WEIGHTS):
-        raise ValueError(f"at most {len(_WEIGHTS)} keys, got {len(keys)}")
-    h = _GOLDEN
-    for weight, key in zip(_WEIGHTS, keys, strict=False):
-        h += (key & _MASK) * (weight | 1)
-    return (_mix(h & _MASK) >> 11) * (1.0 / (1 << 53))
+    return (_mix(hash(keys) & _MASK) >> 11) * (1.0 / (1 << 53))
 
 
 def normal(*keys: int) -> float:

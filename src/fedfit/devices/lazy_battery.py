@@ -4,14 +4,14 @@ Charge sessions are keyed by day (:mod:`fedfit.devices.counter_rng`): ``nightly`
 a bedtime session most nights (``nightly_*``) and Poisson random top-ups (``plugins_per_day``,
 ``plugin_duration_s``); ``harvest`` devices harvest through ``harvest_hours`` on most days.
 The level at ``t`` is found by playing the sessions forward from an anchor at local midnight
-two days before ``t``'s day, where the level is drawn from ``start_battery``. Between sessions
+the day before ``t``'s day, where the level is drawn from ``start_battery``. Between sessions
 the battery drains at ``drain_per_h * (0.5 + 3.5 * mean app share)`` per hour; in a session it
 gains ``charge_per_h`` (a third of that above ``charge_taper_above``), as the array generator
 does. A ``nightly`` user whose level falls below ``low_battery`` plugs in after a geometric
 wait (``low_battery_plug_per_step`` per step) for a random top-up.
 
-The anchor moves at midnight, so the level can jump there when no session in the two days
-before reset it to full (rare: a bedtime session most nights charges to full).
+The anchor moves at midnight, so the level can jump there when no session since the
+previous midnight reset it to full (rare: a bedtime session most nights charges to full).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fedfit.devices.trace_params import TierBehaviour, TraceParams
 
 DAY_S = 86400.0
 _NIGHTLY, _PLUGIN, _REACT, _ANCHOR = 1, 2, 3, 4
-_LOOKBACK_DAYS = 2
+_LOOKBACK_DAYS = 1
 
 
 def mean_app_share(params: TraceParams) -> float:

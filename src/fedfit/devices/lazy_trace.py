@@ -111,8 +111,18 @@ class LazyTrace:
         """
         if not math.isfinite(t_s) or t_s < 0:
             raise ValueError(f"virtual time must be finite and >= 0, got {t_s!r}")
+        t = math.floor(t_s / self.params.step_s) * self.params.step_s
+        last = self._memo.get("state")
+        if isinstance(last, tuple) and last[0] == t:
+            state: DeviceState = last[1]
+        else:
+            state = self._state(t)
+            self._memo["state"] = (t, state)
+        return with_consumption(state, self.profile, consumed_j)
+
+    def _state(self, t: float) -> DeviceState:
+        """The state at grid time ``t``, before any training consumption."""
         p = self.params
-        t = math.floor(t_s / p.step_s) * p.step_s
         behaviour, offset_h = p.behaviour(self.profile.tier), self.offset_h()
         share = self._app_share(t)
         link, bps = self._link(t, behaviour, offset_h)
@@ -124,13 +134,12 @@ class LazyTrace:
             level, charging = battery_at(self._key(_BATTERY), t, p, behaviour, planned)
             online = online and level > 0
         temp = self._temperature(t, share, bool(charging) and behaviour.energy == "nightly", behaviour)
-        state = DeviceState(
+        return DeviceState(
             free_memory_bytes=math.floor(self.profile.training_memory_bytes * min(max(1.0 - share, 0.0), 1.0)),
             battery_fraction=level, charging=charging, temperature_c=temp, thermal=thermal_of(temp, p),
             link=link, bandwidth_bps=bps, online=online,
             cpu_utilisation=min(1.0, 0.05 + 1.5 * share),
         )
-        return with_consumption(state, self.profile, consumed_j)
 
     def _app_share(self, t: float) -> float:
         p = self.params
