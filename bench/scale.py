@@ -18,8 +18,9 @@ vector (60,000 samples, 10 classes, alpha 0.5) over N devices, seconds.
 ``simulation.torch_threads`` set to each value; wall seconds per client update (training,
 aggregation and evaluation of rounds 2-5 over their updates).
 
-``fleet``: a whole experiment built from a config (lazy traces and sampled candidates, as
-``auto`` picks them above 10,000 devices; synthetic data with ``data.pool: 1000``; logistic
+``fleet``: a whole experiment built from a config (lazy traces at every size unless
+``--trace-model arrays``; candidates as ``auto`` picks them: every idle device up to 10,000
+devices, the invited count above; synthetic data with ``data.pool: 1000``; logistic
 regression; phones of three tiers) with N devices and K clients per round, 4 rounds: build
 seconds, peak RSS, the registry's memory (RSS growth while a second one is enrolled), and per
 round (rounds 2-4) the wall milliseconds of training (the executor's), evaluation, and
@@ -153,7 +154,7 @@ class _Timed:
         self.inner.close()
 
 
-def bench_fleet(devices: int, per_round: int, rounds: int = 4) -> dict[str, float]:
+def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy") -> dict[str, float]:
     """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
     from fedfit.config import parse_config
     from fedfit.experiment import build
@@ -164,7 +165,8 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4) -> dict[str, floa
         "seed": 0, "model": {"name": "logreg"},
         "data": {"dataset": "synthetic", "partition": {"kind": "natural"}, "pool": min(devices, 1000),
                  "max_train_samples": 50_000, "max_test_samples": 500},
-        "fleet": {"tiers": {"flagship_phone": third, "midrange_phone": third, "older_phone": devices - 2 * third}},
+        "fleet": {"tiers": {"flagship_phone": third, "midrange_phone": third, "older_phone": devices - 2 * third},
+                  "trace_model": trace_model},
         "training": {"batch_size": 16, "max_steps": 4},
         "orchestration": {"rounds": rounds, "clients_per_round": per_round},
         "output": {"plots": False, "progress": False}})
@@ -204,6 +206,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("checkpoint", "partition", "threads", "fleet"))
     parser.add_argument("--per-round", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--trace-model", choices=("lazy", "arrays", "auto"), default="lazy")
     parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
     args = parser.parse_args()
@@ -215,7 +218,7 @@ def main() -> None:
         for n in args.devices:
             for k in args.per_round:
                 if k <= n:
-                    _print(bench_fleet(n, k))
+                    _print(bench_fleet(n, k, trace_model=args.trace_model))
         return
     for n in args.devices:
         row = bench_checkpoint(n) if args.what == "checkpoint" else bench_partition(n)

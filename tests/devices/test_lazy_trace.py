@@ -173,3 +173,10 @@ def test_lazy_traces_make_each_device_on_demand() -> None:
     assert len(traces) == 6
     assert traces[3].state_at(7200.0) == LazyTrace(tier("smartwatch"), PARAMS, 5, 3).state_at(7200.0)
     assert traces[-1].device_id == 5 and [t.device_id for t in traces[1:3]] == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["older_phone", "vehicle_computer", "sensor_mcu"])
+def test_online_at_agrees_with_the_full_state(name: str) -> None:
+    trace, fresh = LazyTrace(TIERS[name], PARAMS, 2, 9), LazyTrace(TIERS[name], PARAMS, 2, 9)
+
+    assert [fresh.online_at(t) for t in HOURS] == [trace.state_at(t).online for t in HOURS]

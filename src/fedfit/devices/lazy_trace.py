@@ -120,6 +120,20 @@ class LazyTrace:
             self._memo["state"] = (t, state)
         return with_consumption(state, self.profile, consumed_j)
 
+    def online_at(self, t_s: float) -> bool:
+        """``state_at(t_s).online``, computed without the memory, heat and bandwidth draws."""
+        t = math.floor(t_s / self.params.step_s) * self.params.step_s
+        last = self._memo.get("state")
+        if isinstance(last, tuple) and last[0] == t:
+            return bool(last[1].online)
+        behaviour, offset_h = self.params.behaviour(self.profile.tier), self.offset_h()
+        if not self._willing(t, behaviour, offset_h) or self._link(t, behaviour, offset_h)[0] is Link.OFFLINE:
+            return False
+        if self.profile.battery_capacity_j is None:
+            return True
+        planned = self._sessions(math.floor(t / DAY_S), behaviour)
+        return battery_at(self._key(_BATTERY), t, self.params, behaviour, planned)[0] > 0
+
     def _state(self, t: float) -> DeviceState:
         """The state at grid time ``t``, before any training consumption."""
         p = self.params
