@@ -22,9 +22,10 @@ aggregation and evaluation of rounds 2-5 over their updates).
 ``--trace-model arrays``; candidates as ``auto`` picks them: every idle device up to 10,000
 devices, the invited count above; synthetic data with ``data.pool: 1000``; logistic
 regression; phones of three tiers) with N devices and K clients per round, 4 rounds: build
-seconds, peak RSS, the registry's memory (RSS growth while a second one is enrolled), and per
-round (rounds 2-4) the wall milliseconds of training (the executor's), evaluation, and
-orchestration (everything else: candidates, check-in, selection, planning, cost model,
+wall and CPU seconds, peak RSS, the registry's memory (RSS growth while a second one is
+enrolled), and per round (rounds 2-4) the CPU milliseconds (``time.process_time``: what the
+process itself spent, so a loaded shared host does not inflate it) of training (the
+executor's), evaluation, and orchestration (everything else: candidates, check-in, selection, planning, cost model,
 dispatch, aggregation). One process per row (``--fresh``) keeps peak RSS per row.
 """
 
@@ -141,11 +142,11 @@ class _Timed:
         return _Timed(self.inner.submit(task), self.spent)
 
     def result(self) -> Any:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             return self.inner.result()
         finally:
-            self.spent[0] += time.perf_counter() - t0
+            self.spent[0] += time.process_time() - t0
 
     def cancel(self) -> bool:
         return bool(self.inner.cancel())
@@ -170,32 +171,33 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str 
         "training": {"batch_size": 16, "max_steps": 4},
         "orchestration": {"rounds": rounds, "clients_per_round": per_round},
         "output": {"plots": False, "progress": False}})
-    rss0, t0 = _rss_mb(), time.perf_counter()
+    rss0, t0, c0 = _rss_mb(), time.perf_counter(), time.process_time()
     exp = build(config)
-    build_s, rss_built = time.perf_counter() - t0, _rss_mb()
+    build_s, build_cpu_s, rss_built = time.perf_counter() - t0, time.process_time() - c0, _rss_mb()
     training, evaluation = [0.0], [0.0]
     exp.fleet._executor = _Timed(exp.fleet._executor, training)  # type: ignore[assignment]
     orchestrator = exp.orchestrator
     inner_eval = orchestrator.evaluator
 
     def timed_eval(params: Any) -> tuple[float, float]:
-        t = time.perf_counter()
+        t = time.process_time()
         try:
             return inner_eval(params)
         finally:
-            evaluation[0] += time.perf_counter() - t
+            evaluation[0] += time.process_time() - t
 
     orchestrator.evaluator = timed_eval  # type: ignore[method-assign]
     marks: list[tuple[float, float, float, int]] = []
     for outcome in orchestrator.rounds(exp.initial_params):  # type: ignore[union-attr]
-        marks.append((time.perf_counter(), training[0], evaluation[0], sum(outcome.report.participants_by_tier.values())))
+        marks.append((time.process_time(), training[0], evaluation[0], sum(outcome.report.participants_by_tier.values())))
     (w0, tr0, ev0, _), (w1, tr1, ev1, _) = marks[0], marks[-1]
     n = len(marks) - 1
     rss_before = _rss_mb()
     second = enrol(exp.fleet)
     registry_mb = _rss_mb() - rss_before
     del second
-    return {"devices": devices, "per_round": per_round, "build_s": build_s, "built_rss_mb": rss_built - rss0,
+    return {"devices": devices, "per_round": per_round, "build_s": build_s, "build_cpu_s": build_cpu_s,
+            "built_rss_mb": rss_built - rss0,
             "registry_mb": registry_mb, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
             "orchestration_ms": ((w1 - w0) - (tr1 - tr0) - (ev1 - ev0)) / n * 1e3,
             "training_ms": (tr1 - tr0) / n * 1e3, "eval_ms": (ev1 - ev0) / n * 1e3,

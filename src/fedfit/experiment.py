@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -265,6 +266,11 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     orchestrator, planner, registry = orchestrate(
         config, fleet, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
         profiles=profiles, initial=initial, dynamic=dynamic, submodels=submodels, sizes=sizes)
+    if len(profiles) > LAZY_TRACES_ABOVE:
+        # The fleet's millions of long-lived objects (profiles, registry entries) leave the
+        # cyclic collector's scans, which would otherwise make every round's full collections
+        # cost O(fleet).
+        gc.freeze()
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
                       auto=auto, stream=stream)
 
