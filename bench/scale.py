@@ -12,20 +12,34 @@ vector (60,000 samples, 10 classes, alpha 0.5) over N devices, seconds.
     PYTHONPATH=src .venv/bin/python bench/scale.py checkpoint --devices 10000 100000
     PYTHONPATH=src .venv/bin/python bench/scale.py partition --devices 10000 60000
     PYTHONPATH=src .venv/bin/python bench/scale.py threads --threads 1 2
+    PYTHONPATH=src .venv/bin/python bench/scale.py fleet --devices 1000 10000 --per-round 10 100 1000
 
 ``threads``: a whole small run (digits, MLP, 10 of 20 devices per round, 5 rounds) with
 ``simulation.torch_threads`` set to each value; wall seconds per client update (training,
 aggregation and evaluation of rounds 2-5 over their updates).
+
+``fleet``: a whole experiment built from a config (lazy traces at every size unless
+``--trace-model arrays``; candidates as ``auto`` picks them: every idle device up to 10,000
+devices, the invited count above; synthetic data with ``data.pool: 1000``; logistic
+regression; phones of three tiers) with N devices and K clients per round, 4 rounds: build
+wall and CPU seconds, peak RSS, the registry's memory (RSS growth while a second one is
+enrolled), and per round (rounds 2-4) the CPU milliseconds (``time.process_time``: what the
+process itself spent, so a loaded shared host does not inflate it) of training (the
+executor's), evaluation, and orchestration (everything else: candidates, check-in, selection, planning, cost model,
+dispatch, aggregation). One process per row (``--fresh``) keeps peak RSS per row.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -60,7 +74,7 @@ def fleet_registry(devices: int, seed: int = 0) -> Registry:
     return registry
 
 
-def bench_checkpoint(devices: int) -> dict[str, float]:
+def bench_checkpoint(devices: int, compare_json: bool = True) -> dict[str, float]:
     registry = fleet_registry(devices)
     params = {"linear.weight": torch.randn(10, 784), "linear.bias": torch.zeros(10)}
     saved = Checkpoint("digest", SyncState(params, round=10, now_s=600.0),
@@ -74,6 +88,9 @@ def bench_checkpoint(devices: int) -> dict[str, float]:
         loaded = checkpoint.load(Path(folder))
         load_s = time.perf_counter() - t0
     assert loaded.registry == saved.registry and loaded.fleet == saved.fleet
+    row = {"devices": devices, "file_mb": size / 1e6, "save_s": save_s, "load_s": load_s}
+    if not compare_json:  # format 1's JSON of a million devices takes many GB to build
+        return row
     min_rows, columns.MIN_ROWS = columns.MIN_ROWS, devices + 1  # format 1: every value as JSON
     try:
         t0 = time.perf_counter()
@@ -81,8 +98,7 @@ def bench_checkpoint(devices: int) -> dict[str, float]:
         json_s = time.perf_counter() - t0
     finally:
         columns.MIN_ROWS = min_rows
-    return {"devices": devices, "file_mb": size / 1e6, "save_s": save_s, "load_s": load_s,
-            "registry_json_mb": as_json / 1e6, "registry_json_encode_s": json_s}
+    return {**row, "registry_json_mb": as_json / 1e6, "registry_json_encode_s": json_s}
 
 
 def bench_partition(devices: int) -> dict[str, float]:
@@ -113,9 +129,89 @@ def bench_threads(torch_threads: int | str, rounds: int = 5) -> dict[str, float]
             "final_accuracy": result.reports[-1].accuracy}
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+class _Timed:
+    """An executor (or handle) whose training seconds are added to ``spent[0]``."""
+
+    def __init__(self, inner: Any, spent: list[float]) -> None:
+        self.inner, self.spent = inner, spent
+
+    def submit(self, task: Any) -> Any:
+        return _Timed(self.inner.submit(task), self.spent)
+
+    def result(self) -> Any:
+        t0 = time.process_time()
+        try:
+            return self.inner.result()
+        finally:
+            self.spent[0] += time.process_time() - t0
+
+    def cancel(self) -> bool:
+        return bool(self.inner.cancel())
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy") -> dict[str, float]:
+    """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
+    from fedfit.config import parse_config
+    from fedfit.experiment import build
+    from fedfit.orchestration.cohort import enrol
+
+    third = devices // 3
+    config = parse_config({
+        "seed": 0, "model": {"name": "logreg"},
+        "data": {"dataset": "synthetic", "partition": {"kind": "natural"}, "pool": min(devices, 1000),
+                 "max_train_samples": 50_000, "max_test_samples": 500},
+        "fleet": {"tiers": {"flagship_phone": third, "midrange_phone": third, "older_phone": devices - 2 * third},
+                  "trace_model": trace_model},
+        "training": {"batch_size": 16, "max_steps": 4},
+        "orchestration": {"rounds": rounds, "clients_per_round": per_round},
+        "output": {"plots": False, "progress": False}})
+    rss0, t0, c0 = _rss_mb(), time.perf_counter(), time.process_time()
+    exp = build(config)
+    build_s, build_cpu_s, rss_built = time.perf_counter() - t0, time.process_time() - c0, _rss_mb()
+    training, evaluation = [0.0], [0.0]
+    exp.fleet._executor = _Timed(exp.fleet._executor, training)  # type: ignore[assignment]
+    orchestrator = exp.orchestrator
+    inner_eval = orchestrator.evaluator
+
+    def timed_eval(params: Any) -> tuple[float, float]:
+        t = time.process_time()
+        try:
+            return inner_eval(params)
+        finally:
+            evaluation[0] += time.process_time() - t
+
+    orchestrator.evaluator = timed_eval  # type: ignore[method-assign]
+    marks: list[tuple[float, float, float, int]] = []
+    for outcome in orchestrator.rounds(exp.initial_params):  # type: ignore[union-attr]
+        marks.append((time.process_time(), training[0], evaluation[0], sum(outcome.report.participants_by_tier.values())))
+    (w0, tr0, ev0, _), (w1, tr1, ev1, _) = marks[0], marks[-1]
+    n = len(marks) - 1
+    rss_before = _rss_mb()
+    second = enrol(exp.fleet)
+    registry_mb = _rss_mb() - rss_before
+    del second
+    return {"devices": devices, "per_round": per_round, "build_s": build_s, "build_cpu_s": build_cpu_s,
+            "built_rss_mb": rss_built - rss0,
+            "registry_mb": registry_mb, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+            "orchestration_ms": ((w1 - w0) - (tr1 - tr0) - (ev1 - ev0)) / n * 1e3,
+            "training_ms": (tr1 - tr0) / n * 1e3, "eval_ms": (ev1 - ev0) / n * 1e3,
+            "updates_per_round": sum(m[3] for m in marks[1:]) / n}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("checkpoint", "partition", "threads"))
+    parser.add_argument("what", choices=("checkpoint", "partition", "threads", "fleet"))
+    parser.add_argument("--per-round", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--trace-model", choices=("lazy", "arrays", "auto"), default="lazy")
+    parser.add_argument("--no-json", action="store_true", help="checkpoint: skip the format-1 JSON comparison")
     parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
     args = parser.parse_args()
@@ -123,9 +219,19 @@ def main() -> None:
         for setting in args.threads:
             print(bench_threads(int(setting) if setting.isdigit() else setting), flush=True)
         return
+    if args.what == "fleet":
+        for n in args.devices:
+            for k in args.per_round:
+                if k <= n:
+                    _print(bench_fleet(n, k, trace_model=args.trace_model))
+        return
     for n in args.devices:
-        row = bench_checkpoint(n) if args.what == "checkpoint" else bench_partition(n)
-        print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+        row = bench_checkpoint(n, not args.no_json) if args.what == "checkpoint" else bench_partition(n)
+        _print(row)
+
+
+def _print(row: dict[str, float]) -> None:
+    print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Mapping
+import gc
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,7 @@ from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.devices import (
     DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping,
 )
+from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.realistic import catalogue
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
@@ -79,7 +82,7 @@ def data_kwargs(config: ExperimentConfig) -> dict[str, Any]:
         "shards_per_device": d.partition.shards_per_device, "synthetic_alpha": d.synthetic.alpha,
         "synthetic_beta": d.synthetic.beta, "synthetic_iid": d.synthetic.iid,
         "max_train_samples": d.max_train_samples, "max_test_samples": d.max_test_samples,
-        "local_test_fraction": d.local_test_fraction,
+        "local_test_fraction": d.local_test_fraction, "pool": d.pool,
     }
 
 
@@ -114,14 +117,25 @@ def stream_spec(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Stre
                       seed=config.seed)
 
 
-def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> list[DeviceTrace]:
-    """Seeded generated traces, with the user's CSV traces laid over the named devices."""
+#: Above this many devices ``fleet.trace_model: auto`` computes states lazily.
+LAZY_TRACES_ABOVE = 10_000
+
+
+def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Sequence[DeviceTrace | LazyTrace]:
+    """Seeded generated traces (per-step arrays or lazy, ``fleet.trace_model``), with the user's
+    CSV traces laid over the named devices."""
     params = TraceParams(step_s=config.fleet.trace_step_s)
-    traces = [generate_trace(p, seed=config.seed, device_id=i, params=params) for i, p in enumerate(profiles)]
+    model = config.fleet.trace_model
+    csv: dict[int, DeviceTrace] = {}
     for device, path in config.fleet.traces.items():
-        if not 0 <= device < len(traces):
-            raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(traces)})")
-        traces[device] = load_csv_trace(path, traces[device], config.fleet.max_trace_bytes)
+        if not 0 <= device < len(profiles):
+            raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(profiles)})")
+        base = generate_trace(profiles[device], seed=config.seed, device_id=device, params=params)
+        csv[device] = load_csv_trace(path, base, config.fleet.max_trace_bytes)
+    if model == "lazy" or (model == "auto" and len(profiles) > LAZY_TRACES_ABOVE):
+        return LazyTraces(profiles, params, config.seed, overrides=csv)
+    traces = [csv.get(i) or generate_trace(p, seed=config.seed, device_id=i, params=params)
+              for i, p in enumerate(profiles)]
     return traces
 
 
@@ -256,7 +270,8 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
                          step_temporaries=optimizer.step_temporaries)
     num_examples = [len(d) for d in data.train]
     traces = fleet_traces(config, profiles)
-    config, auto = resolve_auto(config, profiles, [tr.state_at(0.0) for tr in traces], num_examples, costs, memory)
+    states = [tr.state_at(0.0) for tr in traces] if config.auto.enabled else []
+    config, auto = resolve_auto(config, profiles, states, num_examples, costs, memory)
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     stream = workload.stream
     fleet = SimulatedFleet(profiles=profiles, traces=traces,
@@ -271,6 +286,11 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     reviser = auto_reviser(config, auto)
     if isinstance(orchestrator, SyncOrchestrator):
         orchestrator.reviser = reviser
+    if len(profiles) > LAZY_TRACES_ABOVE:
+        # The fleet's millions of long-lived objects (profiles, registry entries) leave the
+        # cyclic collector's scans, which would otherwise make every round's full collections
+        # cost O(fleet).
+        gc.freeze()
     return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
                       auto=auto, stream=stream, reviser=reviser)
 
@@ -279,6 +299,27 @@ def initial_params(config: ExperimentConfig, spec: ModelSpec) -> Params:
     """The run's starting model, drawn from the config's seed (the same in simulation and deployment)."""
     torch.manual_seed(config.seed)
     return {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
+
+
+#: Above this many devices ``orchestration.candidates: auto`` samples candidates.
+SAMPLE_CANDIDATES_ABOVE = 10_000
+
+
+def candidate_count(setting: int | str, devices: int, invited: int, *, uniform: bool) -> int | None:
+    """Idle devices a sync round checks in (``orchestration.candidates``); ``None``: all of them.
+
+    ``auto``: all up to :data:`SAMPLE_CANDIDATES_ABOVE` devices; above, the invited count for
+    uniform selection (a uniform draw from a uniform sample is uniform) and 4x that for
+    readiness-based selectors, which need spare candidates to defer.
+
+    >>> candidate_count("auto", 1_000_000, 1000, uniform=False), candidate_count("auto", 100, 10, uniform=True)
+    (4000, None)
+    """
+    if setting == "all" or (setting == "auto" and devices <= SAMPLE_CANDIDATES_ABOVE):
+        return None
+    if isinstance(setting, int):
+        return setting
+    return invited if uniform else 4 * invited
 
 
 def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, spec: ModelSpec,
@@ -424,7 +465,10 @@ def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, pred
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
                       eval_every=config.evaluation.every, late_updates=o.late_updates,
-                      max_staleness=o.max_staleness, liveness=liveness)
+                      max_staleness=o.max_staleness, liveness=liveness,
+                      candidates=candidate_count(o.candidates, config.num_devices,
+                                                 math.ceil(o.clients_per_round * (1 + o.over_selection)),
+                                                 uniform=cohort is None))
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(weighting_name(config)),
                             evaluator=evaluator,
                             config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,

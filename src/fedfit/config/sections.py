@@ -55,6 +55,9 @@ class DataConfig(Section):
     loader_kwargs: dict[str, Any] = {}
     devices_dir: str | None = None
     num_classes: PositiveInt | None = None
+    #: Distinct device data sets; device d trains on set ``d mod pool`` (repeated shards, see
+    #: :func:`fedfit.data.federated.build_federated_data`); ``None``: one set per device.
+    pool: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _one_user_source(self) -> DataConfig:
@@ -84,6 +87,9 @@ class FleetConfig(Section):
     traces: dict[int, str] = {}
     trace_step_s: Annotated[float, Field(gt=0)] = 60.0
     max_trace_bytes: PositiveInt = MAX_TRACE_BYTES
+    #: ``arrays``: 48 h of per-step arrays per device; ``lazy``: state computed on demand
+    #: (:mod:`fedfit.devices.lazy_trace`); ``auto``: lazy above 10,000 devices.
+    trace_model: Literal["auto", "arrays", "lazy"] = "auto"
 
     @model_validator(mode="after")
     def _some_devices(self) -> FleetConfig:
@@ -119,6 +125,10 @@ class OrchestrationConfig(Section):
     stall_timeout_s: Annotated[float, Field(gt=0)] | None = 21600.0
     max_wall_s: Annotated[float, Field(gt=0)] | None = None
     backoff_cap_s: Annotated[float, Field(ge=0)] = 3600.0
+    #: Idle devices a sync round checks in and scores (:mod:`fedfit.policy.candidates`):
+    #: ``all`` every idle device; a number, that many drawn uniformly; ``auto``: all up to
+    #: 10,000 devices, above that 4x the invited count (exactly the invited count for uniform selection).
+    candidates: Literal["auto", "all"] | PositiveInt = "auto"
 
 
 class BatchingConfig(Section):

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass
 
@@ -83,6 +85,7 @@ def build_federated_data(
     max_train_samples: int | None = None,
     max_test_samples: int | None = None,
     local_test_fraction: float = 0.1,
+    pool: int | None = None,
 ) -> FederatedData:
     """Load or generate a data set and split it across ``num_devices`` devices.
 
@@ -114,6 +117,10 @@ def build_federated_data(
         max_train_samples: Cap on training samples in all; ``None`` keeps them all.
         max_test_samples: Cap on ``global_test``; ``None`` keeps it whole.
         local_test_fraction: Share of each device's data held out locally, in [0, 1).
+        pool: Distinct device data sets for a fleet bigger than the data: the data are built
+            for ``pool`` devices as above and device ``d`` gets set ``d mod pool`` (repeated
+            shards: devices ``d`` and ``d + pool`` hold the same samples, held once in
+            memory). ``None``: every device its own set.
 
     Returns:
         The federated data.
@@ -121,6 +128,17 @@ def build_federated_data(
     Raises:
         DataError: An unknown name, an impossible request, or missing or malformed files.
     """
+    if pool is not None and pool < num_devices:
+        if pool < 1:
+            raise DataError(f"pool must be >= 1, got {pool}")
+        shared = build_federated_data(
+            dataset=dataset, num_devices=pool, partition=partition, seed=seed, path=path,
+            dirichlet_alpha=dirichlet_alpha, shards_per_device=shards_per_device,
+            synthetic_alpha=synthetic_alpha, synthetic_beta=synthetic_beta, synthetic_iid=synthetic_iid,
+            max_train_samples=max_train_samples, max_test_samples=max_test_samples,
+            local_test_fraction=local_test_fraction)
+        return dataclasses.replace(shared, train=tuple(shared.train[d % pool] for d in range(num_devices)),
+                                   test=tuple(shared.test[d % pool] for d in range(num_devices)))
     _check_choice("dataset", dataset, DATASETS)
     _check_choice("partition", partition, PARTITIONS)
     _check_limits(seed, max_train_samples, max_test_samples, local_test_fraction)
@@ -139,12 +157,15 @@ def build_federated_data(
         global_test = _subsample(concatenate(test), max_test_samples, sub_seeds[3])
         return _assemble(dataset, train, test, global_test)
     full_train, full_test = _load_centralised(dataset, path)
-    pool = _subsample(full_train, max_train_samples, sub_seeds[0])
+    samples = _subsample(full_train, max_train_samples, sub_seeds[0])
+    if num_devices > len(samples):
+        raise DataError(f"{num_devices} devices but {len(samples)} {dataset} training samples: "
+                        "set data.pool to share data sets between devices")
     shares = _partition_indices(
-        pool, partition, num_devices, sub_seeds[1],
+        samples, partition, num_devices, sub_seeds[1],
         dirichlet_alpha=dirichlet_alpha, shards_per_device=shards_per_device,
     )
-    local = _split_local(pool, shares, local_test_fraction, sub_seeds[2])
+    local = _split_local(samples, shares, local_test_fraction, sub_seeds[2])
     global_test = _subsample(full_test, max_test_samples, sub_seeds[3])
     return _assemble(dataset, [t for t, _ in local], [h for _, h in local], global_test)
 

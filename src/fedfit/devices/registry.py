@@ -97,12 +97,17 @@ class RegistryEntry:
     history: DeviceHistory
 
 
+#: The history of a device that has done nothing yet, shared by every such entry (histories are
+#: frozen and always replaced, never changed in place: a million idle devices hold one).
+_NO_HISTORY = DeviceHistory()
+
+
 @dataclass(slots=True)
 class _Entry:
     profile: DeviceProfile
     state: DeviceState | None = None
     state_at_s: float | None = None
-    history: DeviceHistory = field(default_factory=DeviceHistory)
+    history: DeviceHistory = _NO_HISTORY
 
 
 class Registry:

@@ -60,6 +60,7 @@ class SubModelExchange:
         self.stats = ChannelStats.empty(self.groups)
         self._count, self._counts = counts, dict[float, dict[str, int]]()
         self._pending: dict[tuple[int, int], CoordinateMap] = {}
+        self._rounds: dict[int, list[int]] = {}  # device -> rounds of its keys in _pending
 
     @classmethod
     def for_spec(cls, spec: ModelSpec, indices: str = "prefix", seed: int = 0) -> SubModelExchange:
@@ -80,9 +81,10 @@ class SubModelExchange:
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The sub-model parameters to send with ``plan`` (remembered until its update returns)."""
         cmap = self.map_for(plan)
-        for key in [k for k in self._pending if k[0] == plan.device_id]:  # one task per device in flight
-            del self._pending[key]
+        for r in self._rounds.pop(plan.device_id, []):  # one task per device in flight
+            self._pending.pop((plan.device_id, r), None)
         self._pending[(plan.device_id, plan.round)] = cmap
+        self._rounds[plan.device_id] = [plan.round]
         return cmap.extract(master)
 
     def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
@@ -97,6 +99,8 @@ class SubModelExchange:
             UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
         """
         cmap = self._pending.pop((update.device_id, update.round), None)
+        if update.round in self._rounds.get(update.device_id, []):
+            self._rounds[update.device_id].remove(update.round)
         if cmap is None:
             cmap = CoordinateMap(self.groups, {})
         validate_params(cmap.extract(master), update.params)
@@ -114,6 +118,9 @@ class SubModelExchange:
     def restore(self, state: ExchangeState) -> None:
         """Continue from ``state``."""
         self.stats, self._pending = state.stats, dict(state.pending)
+        self._rounds = {}
+        for device, r in self._pending:
+            self._rounds.setdefault(device, []).append(r)
 
     def contribution(self, update: Update, master: Params, weight: float) -> Contribution:
         """``update`` as a masked :class:`~fedfit.aggregation.Contribution` in master coordinates."""

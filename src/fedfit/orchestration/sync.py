@@ -37,6 +37,7 @@ from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
+from fedfit.policy.candidates import sample_idle
 from fedfit.policy.planning import RoundObserver
 from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
 
@@ -62,6 +63,8 @@ class SyncConfig:
             finish and folds them into a later round as stale updates.
         max_staleness: updates more rounds old than this are dropped and counted ``stale``.
         liveness: when a run whose rounds fold no update stops.
+        candidates: idle devices each round checks in and scores, drawn uniformly
+            (:func:`~fedfit.policy.candidates.sample_idle`); ``None``: every idle device.
     """
 
     rounds: int
@@ -73,6 +76,7 @@ class SyncConfig:
     late_updates: Literal["drop", "stale"] = "drop"
     max_staleness: int | None = None
     liveness: Liveness = Liveness()
+    candidates: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ class SyncOrchestrator:
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
+        self._ids = fleet.device_ids()  # a fleet's devices are fixed for a run
         self.reviser: Reviser | None = None
         self._configured = config
 
@@ -178,11 +183,17 @@ class SyncOrchestrator:
     def _run_round(self, r: int, state: SyncState, tally: RoundTally) -> tuple[list[TaskResult], float]:
         k, now_s = self.config.clients_per_round, state.now_s
         invite = math.ceil(k * (1 + self.config.over_selection))
-        idle = [d for d in self.fleet.device_ids() if not self.fleet.busy(d)]
-        for plan in self._plans(idle, invite, r, now_s):
+        for plan in self._plans(self._candidates(r, invite), invite, r, now_s):
             self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
         return self._collect(r, now_s, k, tally)
+
+    def _candidates(self, r: int, invite: int) -> list[int]:
+        """The idle devices round ``r`` checks in: all, or a uniform sample (``config.candidates``)."""
+        count = self.config.candidates
+        if count is None:
+            return [d for d in self._ids if not self.fleet.busy(d)]
+        return sample_idle(self._ids, self.fleet.busy, max(count, invite), seed=self.seed, draw=r)
 
     def _plans(self, idle: list[int], invite: int, r: int, now_s: float) -> list[TrainPlan]:
         check_in(self.registry, self.fleet, idle, now_s)

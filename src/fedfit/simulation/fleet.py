@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fedfit.devices import with_consumption
+from fedfit.devices.lazy_trace import LazyTrace
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
 from fedfit.cost.techniques import plan_payload_bytes
@@ -97,7 +98,9 @@ class SimulatedFleet:
                  num_examples: Sequence[int], costs: CostTable, memory: MemoryModel,
                  executor: Executor, adapter: EpochAdapter | None = None,
                  examples_at: Callable[[int, float], int] | None = None) -> None:
-        self._profiles, self._traces, self._examples = list(profiles), list(traces), list(num_examples)
+        # A list is copied; any other sequence (lazy traces made on demand) is kept as given.
+        self._traces = list(traces) if isinstance(traces, list) else traces
+        self._profiles, self._examples = list(profiles), list(num_examples)
         self._costs, self._memory, self._executor = costs, memory, executor
         self._adapter, self._examples_at = adapter, examples_at
         self._consumed_j = [0.0] * len(self._profiles)
@@ -220,10 +223,14 @@ class SimulatedFleet:
     def _offline_during(self, device: int, start_s: float, end_s: float, step_s: float = 60.0) -> float | None:
         t = start_s + step_s
         while t < end_s:
-            if not self._traces[device].state_at(t).online:
+            if not self._online_at(device, t):
                 return t
             t += step_s
-        return None if self._traces[device].state_at(end_s).online else end_s
+        return None if self._online_at(device, end_s) else end_s
+
+    def _online_at(self, device: int, t: float) -> bool:
+        trace = self._traces[device]
+        return trace.online_at(t) if isinstance(trace, LazyTrace) else trace.state_at(t).online
 
     def next_result(self) -> TaskResult | None:
         if not self._queue:
