@@ -14,8 +14,6 @@ import importlib
 import os
 import sys
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -24,9 +22,8 @@ from flwr.serverapp import ServerApp
 from flwr.simulation import run_simulation
 
 from fedfit.errors import ConfigError
+from fedfit.simulation.ray_executor import loopback_only
 
-#: Set around the start so Ray takes 127.0.0.1 as the node's address (and binds only it).
-_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: Ray's object store for a simulation's few small models (Ray's floor is 75 MiB).
 OBJECT_STORE_BYTES = 128 * 2**20
 #: Tries to start Ray before giving up (its start can time out on a loaded host).
@@ -80,7 +77,7 @@ def _start_loopback(ray: ModuleType, num_cpus: int, attempts: int = START_ATTEMP
     pythonpath = os.pathsep.join(p for p in sys.path if p)
     for attempt in range(1, attempts + 1):
         try:
-            with _loopback_only(), warnings.catch_warnings():
+            with loopback_only(), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", category=FutureWarning, module="ray.*")
                 ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                          log_to_driver=False, configure_logging=False, object_store_memory=OBJECT_STORE_BYTES,
@@ -90,19 +87,3 @@ def _start_loopback(ray: ModuleType, num_cpus: int, attempts: int = START_ATTEMP
             ray.shutdown()
             if attempt == attempts or "timed out" not in str(err):
                 raise
-
-
-@contextmanager
-def _loopback_only() -> Iterator[None]:
-    constants: Any = importlib.import_module("ray._private.ray_constants")
-    before_env, before_flag = os.environ.get(_LOOPBACK_ENV), constants.ENABLE_RAY_CLUSTER
-    os.environ[_LOOPBACK_ENV], constants.ENABLE_RAY_CLUSTER = "0", False
-    try:
-        yield
-    finally:
-        constants.ENABLE_RAY_CLUSTER = before_flag
-        if before_env is None:
-            os.environ.pop(_LOOPBACK_ENV, None)
-        else:
-            os.environ[_LOOPBACK_ENV] = before_env
-

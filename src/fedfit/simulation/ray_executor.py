@@ -53,14 +53,15 @@ def start_local_cluster(num_cpus: int) -> ModuleType:
     switched off, so they are, for the start-up only (the processes it starts inherit that).
     """
     ray = import_ray()
-    with _loopback_only():
+    with loopback_only():
         ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                  log_to_driver=False, configure_logging=False)
     return ray
 
 
 @contextmanager
-def _loopback_only() -> Iterator[None]:
+def loopback_only() -> Iterator[None]:
+    """Ray clustering off while Ray starts, so a loopback node address stays 127.0.0.1."""
     constants = importlib.import_module("ray._private.ray_constants")
     before_env, before_flag = os.environ.get(_LOOPBACK_ENV), getattr(constants, "ENABLE_RAY_CLUSTER")
     os.environ[_LOOPBACK_ENV] = "0"
