@@ -117,7 +117,8 @@ def attack_grid(base: ExperimentConfig, only: list[str] | None,
     ``delivering`` draws that fraction among the devices that delivered an update in the clean
     FedAvg run (devices that are never online cannot attack), passed as ``attack.devices``."""
     none = {"attack.kind": "none", "aggregation.robust.rule": "mean"}
-    clean = measure(base, none)
+    wanted = only is None or "clean" in only
+    clean = measure(base, none) if wanted or attackers == "delivering" else {}
     grid: dict[str, dict[str, dict[str, Any]]] = {}
     cases: list[tuple[str, dict[str, Any]]] = [("clean", {})] + [(f"{a}@{f:.0%}", {**o, "attack.fraction": f}) for a, o in ATTACKS.items()
                                for f in (0.1, 0.3)]
