@@ -14,7 +14,12 @@ and SecAgg's bytes and time per device and dropout tolerance for the model's upd
 
     PYTHONPATH=src .venv/bin/python bench/security.py [--dataset digits] [--rounds 15] [--json out.json]
         [--only clean scale sign_flip random label_flip backdoor] [--sections grid dp local secagg dp_secagg]
-        [--hetero none|width|partial] [--max-train N] [--defences fedavg median ...]
+        [--hetero none|width|partial] [--max-train N] [--defences fedavg median ...] [--attackers fleet|delivering]
+
+``--attackers delivering`` draws each attack's 10% / 30% among the devices that delivered an
+update in the clean FedAvg run (on fleets with availability traces some devices never come
+online, so a fleet-wide draw can pick attackers that never send anything); every row reports
+how many of the updates delivered to the aggregator were malicious (from the event log).
 
 ``--hetero`` runs everything on heterogeneous updates (random-width sub-models, or partial
 training's element masks); robust rules, DP and SecAgg then work per held coordinate.
@@ -62,27 +67,72 @@ DEFENCES: dict[str, dict[str, Any]] = {
 }
 
 
-def measure(base: ExperimentConfig, overrides: dict[str, Any]) -> dict[str, float]:
-    """Mean accuracy of the last 3 evaluations, backdoor success, ε (when DP), wall seconds."""
+def measure(base: ExperimentConfig, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Mean accuracy of the last 3 evaluations, backdoor success, ε (when DP), wall seconds, and
+    from the event log: updates delivered, how many of them malicious, and which devices delivered."""
     t0 = time.perf_counter()
-    result = run(with_overrides(base, overrides))
+    with TemporaryDirectory() as tmp:
+        result = run(with_overrides(base, overrides), Path(tmp) / "run")
+        events = [json.loads(line) for line in (Path(tmp) / "run" / "events.jsonl").read_text().splitlines()]
     accs = [r.accuracy for r in result.reports if r.accuracy is not None]
     s = result.summary
-    return {"acc": statistics.fmean(accs[-3:]), "backdoor": s.get("attack", {}).get("backdoor_success", float("nan")),
-            "eps": s.get("privacy", {}).get("epsilon", float("nan")), "wall_s": time.perf_counter() - t0}
+    attack = s.get("attack", {})
+    return {"acc": statistics.fmean(accs[-3:]), "backdoor": attack.get("backdoor_success", float("nan")),
+            "eps": s.get("privacy", {}).get("epsilon", float("nan")), "wall_s": time.perf_counter() - t0,
+            **delivery_counts(events, set(attack.get("malicious_devices", [])))}
 
 
-def attack_grid(base: ExperimentConfig, only: list[str] | None) -> dict[str, dict[str, dict[str, float]]]:
-    """(attack, fraction) → defence → measurement, plus the clean fleet (``only``: these attacks)."""
+def delivery_counts(events: list[dict[str, Any]], malicious: set[int]) -> dict[str, Any]:
+    """Updates delivered to the aggregator (tasks that ended ``ok``), those from ``malicious``
+    devices, and the sorted ids of the devices that delivered at least one.
+
+    >>> delivery_counts([{"device": 1, "ok": True}, {"device": 2, "ok": False}, {"device": 2, "ok": True},
+    ...                  {"device": 1, "ok": True}], {2, 5})
+    {'delivered': 3, 'malicious_delivered': 1, 'delivering_devices': [1, 2]}
+    """
+    ok = [int(e["device"]) for e in events if e["ok"]]
+    return {"delivered": len(ok), "malicious_delivered": sum(d in malicious for d in ok),
+            "delivering_devices": sorted(set(ok))}
+
+
+def draw_attackers(delivering: list[int], fraction: float, seed: int) -> list[int]:
+    """A seeded ``fraction`` (rounded, at least one) of the ``delivering`` devices, sorted: the
+    attackers when ``--attackers delivering`` sizes the attack by the devices that deliver.
+
+    >>> draw_attackers(list(range(20)), 0.3, 0) == sorted(draw_attackers(list(range(20)), 0.3, 0))
+    True
+    >>> len(draw_attackers(list(range(19)), 0.1, 0)), len(draw_attackers(list(range(19)), 0.3, 0))
+    (2, 6)
+    """
+    count = max(1, round(fraction * len(delivering)))
+    chosen = np.random.default_rng([seed, 23]).permutation(len(delivering))[:count]
+    return sorted(delivering[int(i)] for i in chosen)
+
+
+def attack_grid(base: ExperimentConfig, only: list[str] | None,
+                attackers: str = "fleet") -> dict[str, dict[str, dict[str, Any]]]:
+    """(attack, fraction) → defence → measurement, plus the clean fleet (``only``: these attacks).
+
+    ``attackers``: ``fleet`` draws a seeded fraction of the whole fleet (``attack.fraction``);
+    ``delivering`` draws that fraction among the devices that delivered an update in the clean
+    FedAvg run (devices that are never online cannot attack), passed as ``attack.devices``."""
     none = {"attack.kind": "none", "aggregation.robust.rule": "mean"}
-    grid: dict[str, dict[str, dict[str, float]]] = {}
+    wanted = only is None or "clean" in only
+    clean = measure(base, none) if wanted or attackers == "delivering" else {}
+    grid: dict[str, dict[str, dict[str, Any]]] = {}
     cases: list[tuple[str, dict[str, Any]]] = [("clean", {})] + [(f"{a}@{f:.0%}", {**o, "attack.fraction": f}) for a, o in ATTACKS.items()
                                for f in (0.1, 0.3)]
     for name, attack in cases:
         if only is not None and name.split("@")[0] not in only:
             continue
-        grid[name] = {d: measure(base, {**none, **attack, **o}) for d, o in DEFENCES.items()}
-        print(name, {d: round(m["acc"], 3) for d, m in grid[name].items()}, flush=True)
+        if attackers == "delivering" and name != "clean":
+            fraction = attack.pop("attack.fraction")
+            attack = {**attack, "attack.fraction": 0.0,
+                      "attack.devices": draw_attackers(clean["delivering_devices"], fraction, base.seed)}
+        grid[name] = {d: clean if name == "clean" and d == "fedavg" else measure(base, {**none, **attack, **o})
+                      for d, o in DEFENCES.items()}
+        print(name, {d: (round(m["acc"], 3), f"{m['malicious_delivered']}/{m['delivered']}")
+                     for d, m in grid[name].items()}, flush=True)
     return grid
 
 
@@ -91,7 +141,7 @@ LARGE_FLEET = {"fleet.tiers": {"flagship_phone": 100, "midrange_phone": 100, "ol
                "orchestration.clients_per_round": 100, "model.name": "logreg"}
 
 
-def dp_rows(base: ExperimentConfig, fleet: dict[str, Any]) -> dict[str, dict[str, float]]:
+def dp_rows(base: ExperimentConfig, fleet: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """DP-FedAvg at each ε, clipping alone, and plain FedAvg (no attack), on ``fleet``'s overrides."""
     plain = {"attack.kind": "none", "aggregation.robust.rule": "mean", **fleet}
     dp = {**plain, "privacy.central.enabled": True, "privacy.central.clip_norm": 1.0}
@@ -153,7 +203,7 @@ def secagg_rows(size: int, cohort: int) -> list[dict[str, Any]]:
     return rows
 
 
-def secagg_run(base: ExperimentConfig) -> dict[str, dict[str, float]]:
+def secagg_run(base: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """Whole runs: plain FedAvg vs SecAgg (no dropout, 30% dropped after masking)."""
     plain = {"attack.kind": "none", "aggregation.robust.rule": "mean"}
     sec = {**plain, "privacy.secure_aggregation.enabled": True}
@@ -161,14 +211,14 @@ def secagg_run(base: ExperimentConfig) -> dict[str, dict[str, float]]:
             "secagg 30% dropped": measure(base, {**sec, "privacy.secure_aggregation.dropout": 0.3})}
 
 
-def dp_secagg_rows(base: ExperimentConfig) -> dict[str, dict[str, float]]:
+def dp_secagg_rows(base: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """DP-FedAvg at ε = 8 with and without SecAgg (devices clip before masking, the server noises the sum)."""
     dp = {"attack.kind": "none", "privacy.central.enabled": True, "privacy.central.target_epsilon": 8.0}
     return {"central DP ε=8": measure(base, dp),
             "central DP ε=8 + SecAgg": measure(base, {**dp, "privacy.secure_aggregation.enabled": True})}
 
 
-def print_grid(grid: dict[str, dict[str, dict[str, float]]]) -> None:
+def print_grid(grid: dict[str, dict[str, dict[str, Any]]]) -> None:
     print(f"\n{'accuracy':16}" + "".join(f"{d:>11}" for d in DEFENCES))
     for case, row in grid.items():
         print(f"{case:16}" + "".join(f"{m['acc']:11.3f}" for m in row.values()))
@@ -176,6 +226,9 @@ def print_grid(grid: dict[str, dict[str, dict[str, float]]]) -> None:
     for case, row in grid.items():
         if case.startswith("backdoor"):
             print(f"{case:16}" + "".join(f"{m['backdoor']:11.3f}" for m in row.values()))
+    print(f"\n{'malicious/deliv.':16}" + "".join(f"{d:>11}" for d in DEFENCES))
+    for case, row in grid.items():
+        print(f"{case:16}" + "".join(f"{m['malicious_delivered']:>5}/{m['delivered']:<5}" for m in row.values()))
 
 
 def main() -> None:
@@ -189,6 +242,8 @@ def main() -> None:
     ap.add_argument("--hetero", choices=sorted(HETERO), default="none", help="heterogeneous updates for every run")
     ap.add_argument("--max-train", type=int, default=None, help="cap the training set (small runs)")
     ap.add_argument("--defences", nargs="*", default=None, help="defences of the grid (default: all)")
+    ap.add_argument("--attackers", choices=["fleet", "delivering"], default="fleet",
+                    help="draw the malicious fraction of the whole fleet, or of the devices that deliver")
     args = ap.parse_args()
     size = {"data.max_train_samples": args.max_train} if args.max_train else {}
     base = with_overrides(load_config(args.config), {
@@ -199,7 +254,7 @@ def main() -> None:
             del DEFENCES[name]
     t0, out = time.perf_counter(), dict[str, Any]()
     if "grid" in args.sections:
-        out["grid"] = attack_grid(base, args.only)
+        out["grid"] = attack_grid(base, args.only, args.attackers)
         print_grid(out["grid"])
     if "dp" in args.sections:
         out["dp"] = {"30 phones, 10 a round, MLP": dp_rows(base, {}),
