@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedfit.errors import ConfigError
+from fedfit.report.atomic import staged
 
 
 @dataclass(frozen=True)
@@ -43,18 +44,11 @@ def load_identity(path: Path) -> Identity | None:
 def save_identity(path: Path, identity: Identity) -> None:
     """Write ``identity`` to ``path`` atomically, readable by its owner only (mode 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     data = json.dumps({"server": identity.server, "device_id": identity.device_id, "token": identity.token})
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # O_CREAT's mode is masked by the umask; a leftover temp keeps its own
-        os.write(fd, data.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    with staged(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # O_CREAT's mode is masked by the umask; a leftover temp keeps its own
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)

@@ -10,30 +10,17 @@ token; a run without SecAgg answers 404 ``secagg_off``. Refusals have the app's 
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import BaseModel, ValidationError
 
 from fedfit.transport.app import Binary, Device, Json
 from fedfit.transport.rejection import Rejected
 from fedfit.transport.secagg_hub import SecAggHub
 from fedfit.transport.secagg_messages import KeysBody, RevealBody, SecAggStatus, SharesBody
-
-B = TypeVar("B", bound=BaseModel)
-
-
-def parse_as(model: type[B], body: bytes, what: str) -> B:
-    """``body`` as ``model``, or a 422 naming the first bad field."""
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(p) for p in e["loc"]) or "body"
-        raise Rejected(422, f"bad_{what}", f"{what}: {where}: {e['msg']}") from None
-
+from fedfit.transport.service import parse
 
 def _hub(request: Request) -> SecAggHub:
     hub: SecAggHub | None = getattr(request.app.state.coord, "secagg", None)
@@ -50,7 +37,7 @@ def add_secagg_routes(app: FastAPI) -> None:
 
     @app.post("/v1/tasks/{task_id}/secagg/keys")
     async def keys(hub: Hub, dev: Device, task_id: str, body: Json) -> SecAggStatus:
-        return await run_in_threadpool(hub.advertise, dev, task_id, parse_as(KeysBody, body, "secagg_keys"))
+        return await run_in_threadpool(hub.advertise, dev, task_id, parse(KeysBody, body, "secagg_keys"))
 
     @app.get("/v1/tasks/{task_id}/secagg")
     async def status(hub: Hub, dev: Device, task_id: str) -> SecAggStatus:
@@ -58,7 +45,7 @@ def add_secagg_routes(app: FastAPI) -> None:
 
     @app.post("/v1/tasks/{task_id}/secagg/shares", status_code=204)
     async def shares(hub: Hub, dev: Device, task_id: str, body: Json) -> Response:
-        await run_in_threadpool(hub.shares, dev, task_id, parse_as(SharesBody, body, "secagg_shares"))
+        await run_in_threadpool(hub.shares, dev, task_id, parse(SharesBody, body, "secagg_shares"))
         return Response(status_code=204)
 
     @app.post("/v1/tasks/{task_id}/secagg/masked", status_code=204)
@@ -68,5 +55,5 @@ def add_secagg_routes(app: FastAPI) -> None:
 
     @app.post("/v1/tasks/{task_id}/secagg/reveal", status_code=204)
     async def reveal(hub: Hub, dev: Device, task_id: str, body: Json) -> Response:
-        await run_in_threadpool(hub.reveal, dev, task_id, parse_as(RevealBody, body, "secagg_reveal"))
+        await run_in_threadpool(hub.reveal, dev, task_id, parse(RevealBody, body, "secagg_reveal"))
         return Response(status_code=204)

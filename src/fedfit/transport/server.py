@@ -13,7 +13,6 @@ devices still hold.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from fedfit.config import ExperimentConfig
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
 from fedfit.report import RunDirectory, summarise
+from fedfit.report.atomic import write_bytes
 from fedfit.report.model_file import _spec_record, save_model
 from fedfit.report.summary import report_record
 from fedfit.report.run_dir import strict_json
@@ -41,21 +41,6 @@ from fedfit.transport.service import ENERGY_SOURCE, Coordinator, Limits
 from fedfit.transport.sqlite_state import SqliteState
 from fedfit.transport.state import VersionCommit
 from fedfit.types import Params, RoundReport, Update
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so a crash leaves the old file or the new one: temp, fsync, rename."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class ServerRun:
@@ -110,7 +95,7 @@ class ServerRun:
         dep = assemble(self.config, fleet, profiles, examples, self.data)
         secagg_setup.install(self.config, fleet, dep, self.coord)  # cancels tasks a SecAgg run left issued
         if not self.model_path(0).exists():
-            write_atomic(self.model_path(0), encode(initial_params(self.config, dep.spec)))
+            write_bytes(self.model_path(0), encode(initial_params(self.config, dep.spec)))
         progress = self.store.progress()
         params = load_file(str(self.model_path(progress.version)))
         self._restore(fleet, dep, progress.version)
@@ -142,7 +127,7 @@ class ServerRun:
 
     def _commit(self, fleet: NetworkFleet, out: RunDirectory, outcome: RoundOutcome, params: Params,
                 version: int) -> None:
-        write_atomic(self.model_path(version), encode(params))
+        write_bytes(self.model_path(version), encode(params))
         out.log_round(outcome.report, outcome.results, {"rejected_requests": dict(self.coord.rejections),
                                                         "energy_source": ENERGY_SOURCE})
         applied, dropped = fleet.settled()

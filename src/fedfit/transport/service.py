@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from fedfit.transport.codec import check_update, decode, split_masks
 from fedfit.transport.fleet import InFlight, NetworkFleet
@@ -216,7 +216,7 @@ class Coordinator:
             raise Rejected(409, "task_closed", f"task {task_id}: closed while the request was checked") from None
 
 
-M = TypeVar("M", StateReport, UpdateReport, FailureReport, EnrolRequest, ReadinessReport)
+M = TypeVar("M", bound=BaseModel)
 
 
 def parse(model: type[M], body: bytes, what: str) -> M:
