@@ -18,6 +18,7 @@ CPU load, battery and heat are the host's, not the traces'.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import torch
 import yaml
 from safetensors.torch import load_file
@@ -74,9 +76,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def finish(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> list[int]:
+def finish(procs: list[subprocess.Popen[bytes]], timeout_s: float, rss: dict[int, int] | None = None) -> list[int]:
+    """Wait for ``procs``; with ``rss``, record each one's last resident memory while it runs."""
     deadline = time.monotonic() + timeout_s
     try:
+        while rss is not None and time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            for i, p in enumerate(procs):
+                with contextlib.suppress(psutil.Error):
+                    rss[i] = psutil.Process(p.pid).memory_info().rss
+            time.sleep(0.2)
         return [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
     finally:
         for p in procs:
@@ -99,8 +107,9 @@ def simulate(cfg: dict[str, Any], tmp: Path) -> Path:
     return out
 
 
-def deploy(cfg: dict[str, Any], tmp: Path, limits: list[int | None], timeout_s: float = 600) -> Path:
-    """A server and one device process per shard on 127.0.0.1; returns the server's run directory."""
+def deploy(cfg: dict[str, Any], tmp: Path, limits: list[int | None], rss: dict[int, int] | None = None) -> Path:
+    """A server and one device process per shard on 127.0.0.1; returns the server's run directory.
+    With ``rss``, each device's last resident memory (by shard) is recorded in it."""
     path, state, port = tmp / f"dep{cfg['seed']}.yaml", tmp / f"state{cfg['seed']}", free_port()
     path.write_text(yaml.safe_dump(cfg))
     procs = [spawn(["server", str(path), "--state", str(state), "--port", str(port), "--secret", SECRET],
@@ -109,10 +118,22 @@ def deploy(cfg: dict[str, Any], tmp: Path, limits: list[int | None], timeout_s: 
         extra = ["--memory-limit", str(limits[i])] if limits[i] is not None else []
         procs.append(spawn(["device", "--server", f"http://127.0.0.1:{port}", "--secret", SECRET,
                             "--shard", f"{i}/{DEVICES}", *extra], tmp / f"device{i}.log"))
-    codes = finish(procs, timeout_s)
+    seen: dict[int, int] = {}
+    codes = finish(procs, 600, seen if rss is not None else None)
     if codes != [0] * len(procs):
         raise SystemExit(f"deployment failed {codes}: {(tmp / 'server.log').read_text()[-2000:]}")
+    if rss is not None:
+        rss.update({DEVICES - j: seen[j] for j in range(1, DEVICES + 1)})  # procs[1] is shard N-1
     return state / "run"
+
+
+def calibrate(cfg: dict[str, Any], tmp: Path) -> list[int]:
+    """Each device process's resident memory in a 2-round run without limits (its steady state)."""
+    rss: dict[int, int] = {}
+    sub = tmp / "calibrate"
+    sub.mkdir()
+    deploy(cfg | {"orchestration": cfg["orchestration"] | {"rounds": 2}}, sub, [None] * DEVICES, rss)
+    return [rss[i] for i in range(DEVICES)]
 
 
 def max_param_diff(a: Path, b: Path) -> float:
@@ -131,17 +152,27 @@ def sim_free_memory(sim_dir: Path) -> list[int]:
     return [free[i] for i in range(DEVICES)]
 
 
-def device_rss() -> int:
-    """A device process's resident memory once it has loaded torch, fedfit and its data (estimate)."""
-    code = ("import psutil, torch, fedfit.transport.device, fedfit.transport.commands; "
-            "from sklearn.datasets import load_digits; load_digits(); "
-            "print(psutil.Process().memory_info().rss)")
-    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-
-
 def micro_batches(tmp: Path) -> list[list[int]]:
     return [[int(m) for m in re.findall(r"micro-batch (\d+) x", (tmp / f"device{i}.log").read_text())]
             for i in range(DEVICES)]
+
+
+def sim_micro_batches(sim_dir: Path) -> list[list[int]]:
+    rows: list[list[int]] = [[] for _ in range(DEVICES)]
+    for line in (sim_dir / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        rows[int(event["device"])].append(int(event["micro_batch"]) if event["ok"] else 0)
+    return rows
+
+
+def bindings(tmp: Path) -> list[str]:
+    """Each device's first decision: what bound its batch, with free memory and CPU load; or why it declined."""
+    out = []
+    for i in range(DEVICES):
+        text = (tmp / f"device{i}.log").read_text()
+        first = re.search(r"\(bound by (\w+); free (\d+) MiB, cpu ([\d.]+)|declined \((.*)\)", text)
+        out.append("none" if first is None else first.group(4) or f"{first.group(1)}, {first.group(2)} MiB, cpu {first.group(3)}")
+    return out
 
 
 def fmt(accs: list[float]) -> str:
@@ -171,13 +202,15 @@ def main() -> None:
               f"sd {spread:.3f}, range {min(finals):.3f}-{max(finals):.3f}", flush=True)
         for seed in args.deploy_seeds:
             cfg = config(seed, args.rounds, args.batching, args.dataset, tmp)
+            (tmp / f"d{seed}").mkdir()
             limits: list[int | None] = [None] * DEVICES
             if args.batching == "dynamic":
-                rss = args.rss_mb * 2**20 or device_rss()
-                limits = [rss + free for free in sim_free_memory(dirs[seed])]
-                print(f"deployed seed {seed}: --memory-limit per device {limits}", flush=True)
-            sub = tmp / f"d{seed}"
-            sub.mkdir()
+                rss = calibrate(cfg, tmp / f"d{seed}") if not args.rss_mb else [args.rss_mb * 2**20] * DEVICES
+                limits = [r + free for r, free in zip(rss, sim_free_memory(dirs[seed]), strict=True)]
+                print(f"deployed seed {seed}: device RSS (2-round calibration run) {rss}, simulated free at "
+                      f"dispatch {sim_free_memory(dirs[seed])}, --memory-limit per device {limits}", flush=True)
+            sub = tmp / f"d{seed}" / "run"
+            sub.mkdir(parents=True)
             run_dir = deploy(cfg, sub, limits)
             dep = accuracies(run_dir)
             print(f"deployed  seed {seed}: {fmt(dep)}", flush=True)
@@ -188,7 +221,10 @@ def main() -> None:
                       f"max |parameter difference| of the final models {max_param_diff(run_dir, dirs[seed]):.3g}",
                       flush=True)
             if args.batching == "dynamic":
-                print(f"deployed seed {seed}: micro-batches per device and round {micro_batches(sub)}", flush=True)
+                print(f"deployed  seed {seed}: micro-batches per device and round {micro_batches(sub)}; first "
+                      f"decision per device (bound by, free, cpu) {bindings(sub)}", flush=True)
+                print(f"simulated seed {seed}: micro-batches per device and round (0: failed) "
+                      f"{sim_micro_batches(dirs[seed])}", flush=True)
 
 
 if __name__ == "__main__":
