@@ -8,11 +8,13 @@ and the server sums the updates in device order whatever order they arrive in. T
 over `--seeds` give the seed-to-seed band the deployed run's difference is compared with.
 
 `--batching dynamic` turns dynamic batching on: each real device then decides its micro-batch from
-its own psutil readings, with `--memory-limit` = the process's RSS + the free memory its tier's
-trace reports in the simulation at t = 0 (`--memory-limit` caps free memory at limit − RSS); the
-CPU load, battery and heat are the host's, not the traces'.
+its own psutil readings. A 2-round calibration deployment measures each device process's resident
+memory (RSS); the measured run gives device I `--memory-limit` = its RSS + the free memory simulated
+device I had at its first dispatch (`--memory-limit` caps free memory at limit − RSS). The
+simulated devices are pinned online, charging and cool (the host reports no battery or
+temperature); the CPU load is the host's on the real side, the traces' on the simulated side.
 
-    PYTHONPATH=src python bench/deploy_vs_sim.py [--seeds 0 1 2] [--deploy-seeds 0] [--batching fixed]
+    PYTHONPATH=src python bench/deploy_vs_sim.py [--seeds 0 1 2] [--deploy-seeds 0] [--batching fixed|dynamic] [--dataset fashion_mnist]
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ TIERS = {"flagship_phone": 1, "midrange_phone": 1, "older_phone": 1, "smartwatch
 
 
 def online_trace(tmp: Path) -> Path:
-    """Every simulated device online on Wi-Fi throughout, as the real processes on loopback are."""
+    """Every simulated device online on Wi-Fi, charging and cool throughout, as the real processes
+    on loopback are (the host reports no battery and no temperature); free memory is the trace's."""
     path = tmp / "online.csv"
-    path.write_text("t_s,link,bandwidth_bps,online\n0,wifi,20000000,true\n")
+    path.write_text("t_s,link,bandwidth_bps,online,battery_fraction,charging,temperature_c\n"
+                    "0,wifi,20000000,true,1.0,true,30\n")
     return path
 
 
@@ -77,13 +81,15 @@ def free_port() -> int:
 
 
 def finish(procs: list[subprocess.Popen[bytes]], timeout_s: float, rss: dict[int, int] | None = None) -> list[int]:
-    """Wait for ``procs``; with ``rss``, record each one's last resident memory while it runs."""
+    """Wait for ``procs``; with ``rss``, record each one's last resident memory while it runs
+    (sampled every 0.2 s)."""
     deadline = time.monotonic() + timeout_s
     try:
         while rss is not None and time.monotonic() < deadline and any(p.poll() is None for p in procs):
             for i, p in enumerate(procs):
                 with contextlib.suppress(psutil.Error):
-                    rss[i] = psutil.Process(p.pid).memory_info().rss
+                    now = psutil.Process(p.pid).memory_info().rss
+                    rss[i] = now or rss.get(i, 0)  # 0: exited, not yet reaped
             time.sleep(0.2)
         return [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
     finally:
@@ -157,6 +163,15 @@ def micro_batches(tmp: Path) -> list[list[int]]:
             for i in range(DEVICES)]
 
 
+def declines(tmp: Path) -> list[str]:
+    """Each device's declined rounds and the first reason."""
+    out = []
+    for i in range(DEVICES):
+        found = re.findall(r"round (\d+): declined \((.*)\)", (tmp / f"device{i}.log").read_text())
+        out.append(f"rounds {[int(r) for r, _ in found]}: {found[0][1]}" if found else "none")
+    return out
+
+
 def sim_micro_batches(sim_dir: Path) -> list[list[int]]:
     rows: list[list[int]] = [[] for _ in range(DEVICES)]
     for line in (sim_dir / "events.jsonl").read_text().splitlines():
@@ -222,7 +237,7 @@ def main() -> None:
                       flush=True)
             if args.batching == "dynamic":
                 print(f"deployed  seed {seed}: micro-batches per device and round {micro_batches(sub)}; first "
-                      f"decision per device (bound by, free, cpu) {bindings(sub)}", flush=True)
+                      f"decision per device (bound by, free, cpu) {bindings(sub)}; declined {declines(sub)}", flush=True)
                 print(f"simulated seed {seed}: micro-batches per device and round (0: failed) "
                       f"{sim_micro_batches(dirs[seed])}", flush=True)
 
