@@ -88,9 +88,8 @@ class Coordinator:
             taken = {d.device_id for d in self.store.devices()}
             if len(taken) >= self.slots:
                 raise Rejected(409, "fleet_full", f"enrol: the fleet already has its {self.slots} devices")
-            slot = min(set(range(self.slots)) - taken) if request.slot is None else request.slot
-            if slot >= self.slots or slot in taken:
-                raise Rejected(409, "slot_taken", f"enrol: slot {slot} is taken or not in the fleet's 0..{self.slots - 1}")
+            free = set(range(self.slots)) - taken  # the slot asked for if free, else the next free one
+            slot = request.slot if request.slot in free else min(free)
             token = secrets.token_urlsafe(32)
             self.store.enrol(DeviceRecord(slot, token_hash(token), request.profile.model_dump_json(), self._now()))
         return EnrolResponse(device_id=slot, token=token)
