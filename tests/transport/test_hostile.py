@@ -163,3 +163,10 @@ def test_a_good_upload_is_journalled_then_handed_to_the_orchestrator(server: Ser
     assert result is not None and result.ok and result.plan.device_id == 0
     assert torch.allclose(result.outcome.params["w"], torch.full((3, 2), 0.1))  # type: ignore[union-attr]
     assert server.fleet.settled() == ((1,), ())
+
+
+def test_a_device_gets_the_slot_it_asks_for_or_else_the_next_free_one(server: Server) -> None:
+    # `--shard I/N` asks for slot I, so shard I trains as device I (its tier and training seed), as
+    # in simulation, whatever order the devices enrol in; slots 0 and 1 are taken by the fixture
+    resp = server.client.post("/v1/enrol", json={"secret": SECRET, "profile": profile_body(), "slot": 1})
+    assert resp.status_code == 200 and resp.json()["device_id"] == 2

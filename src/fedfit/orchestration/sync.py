@@ -232,7 +232,9 @@ class SyncOrchestrator:
 
     def _aggregate(self, r: int, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
         arrivals = []
-        for res in results:
+        # summed in device order, not arrival order: float sums depend on their order, and arrival
+        # order is the wall clock's in a deployment (same round, same updates -> same model bits)
+        for res in sorted(results, key=lambda res: (res.plan.round, res.plan.device_id)):
             if not isinstance(res.outcome, Update):
                 continue
             staleness = r - res.plan.round

@@ -59,8 +59,9 @@ class DeviceClient:
             raise Refused(resp.status_code, str(body.get("error", "error")), str(body.get("detail", resp.text[:200])))
         return resp
 
-    def enrol(self, profile: ProfileReport) -> int:
-        body = {"secret": self._secret, "profile": profile.model_dump(mode="json")}
+    def enrol(self, profile: ProfileReport, slot: int | None = None) -> int:
+        """Enrol; ``slot``: the slot (device id) asked for, ``None`` for the next free one."""
+        body = {"secret": self._secret, "profile": profile.model_dump(mode="json"), "slot": slot}
         out = self._call("POST", "/v1/enrol", json=body).json()
         self.token, self.device_id = str(out["token"]), int(out["device_id"])
         return self.device_id

@@ -119,7 +119,7 @@ def _device(client: DeviceClient, options: DeviceOptions, server: str = "", stat
     profile = measure_profile(options, len(x))
     how = "rejoined" if _rejoin(client, device, server, state) else "enrolled"
     if how == "enrolled":
-        client.enrol(profile)
+        client.enrol(profile, options.shard[0] if options.shard else None)  # shard I is slot I, as in simulation
         if state is not None:
             save_identity(state, Identity(server, client.device_id or 0, client.token or ""))
     device_id = client.device_id

@@ -38,6 +38,7 @@ class ProfileReport(_Body):
 class EnrolRequest(_Body):
     secret: Annotated[str, Field(max_length=512)]
     profile: ProfileReport
+    slot: Annotated[int, Field(ge=0, le=10**9)] | None = None  # the slot asked for (``--shard I/N``: I)
 
 
 class EnrolResponse(_Body):

@@ -85,9 +85,11 @@ class Coordinator:
     def enrol(self, request: EnrolRequest) -> EnrolResponse:
         self.check_secret(request.secret)
         with self._lock:
-            slot = len(self.store.devices())
-            if slot >= self.slots:
+            taken = {d.device_id for d in self.store.devices()}
+            if len(taken) >= self.slots:
                 raise Rejected(409, "fleet_full", f"enrol: the fleet already has its {self.slots} devices")
+            free = set(range(self.slots)) - taken  # the slot asked for if free, else the next free one
+            slot = request.slot if request.slot in free else min(free)
             token = secrets.token_urlsafe(32)
             self.store.enrol(DeviceRecord(slot, token_hash(token), request.profile.model_dump_json(), self._now()))
         return EnrolResponse(device_id=slot, token=token)
