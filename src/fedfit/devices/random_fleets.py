@@ -69,7 +69,7 @@ def random_fleet(seed: int, index: int, builtin: Sequence[str], footprint: Footp
     alpha = rng.choice(ALPHAS)
     tiers, custom = _tiers(rng, builtin, footprint(dataset, model), index)
     devices = sum(tiers.values())
-    partition = {"kind": "natural"} if dataset == "synthetic" else {"kind": "dirichlet", "alpha": alpha}
+    partition: dict[str, Any] = {"kind": "natural"} if dataset == "synthetic" else {"kind": "dirichlet", "alpha": alpha}
     data: dict[str, Any] = {"dataset": dataset, "partition": partition, "max_train_samples": train_samples,
                             "max_test_samples": 300, "local_test_fraction": 0.2}
     if dataset == "synthetic":  # its own heterogeneity: Synthetic(α', α') with α' = 1 − α (0.9, 0.5, 0)
