@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +35,8 @@ import psutil
 import torch
 import yaml
 from safetensors.torch import load_file
+
+from deploy_faults import free_port, spawn  # the same process helpers as the crash trials
 
 SECRET = "deploy-vs-sim"
 DEVICES = 4
@@ -65,19 +65,6 @@ def config(seed: int, rounds: int, batching: str, dataset: str, tmp: Path) -> di
             "batching": {"mode": batching}, "evaluation": {"every": 1},
             "output": {"plots": False, "progress": False},
             "deploy": {"poll_wait_s": 1.0, "linger_s": 3.0, "heartbeat_timeout_s": 120.0}}
-
-
-def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "fedfit.cli", *args], stdout=out, stderr=subprocess.STDOUT,
-                                env=env)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def finish(procs: list[subprocess.Popen[bytes]], timeout_s: float, rss: dict[int, int] | None = None) -> list[int]:
