@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from fedfit.aggregation import masked_weighted_average
@@ -55,9 +56,10 @@ class Run:
     sums: CohortSums
     tokens: list[str]
     tasks: list[str]
+    app: FastAPI  # one server for every device thread: building routes is not thread-safe (warning filters)
 
     def client(self, device: int) -> DeviceClient:
-        c = DeviceClient(TestClient(create_app(self.app_coord)), SECRET, attempts=2)
+        c = DeviceClient(TestClient(self.app), SECRET, attempts=2)
         c.token, c.device_id = self.tokens[device], device
         return c
 
@@ -84,7 +86,7 @@ def run() -> Iterator[Run]:
     coord.secagg = SecAggHub(fleet=fleet, store=store, exchange=exchange, template=template_of(SPEC), sums=sums,
                              threshold=0.5, min_cohort=3, timeout_s=1.5, result_of=coord.result_of)
     tasks = [fleet.task_for(d).task_id for d in range(len(WIDTHS))]  # type: ignore[union-attr]
-    yield Run(coord, fleet, exchange, master, sums, tokens, tasks)
+    yield Run(coord, fleet, exchange, master, sums, tokens, tasks, create_app(coord))
 
 
 def trained(run: Run, device: int) -> tuple[Update, bytes, bytes]:
