@@ -27,7 +27,7 @@ steady state with versions every V seconds, device i therefore returns an update
   (:func:`version_interval`). With b ≥ n, every device trains once per version and a version
   waits for the slowest: V = max T_i (the orchestrator applies a short buffer when nobody else
   can be invited).
-* **staleness**: a device with T_i < V starts as a version is applied and returns before the
+* **staleness**: a device with T_i ≤ V starts as a version is applied and returns by the
   next: 0 versions stale. A slower one restarts at once, at a random phase of the version
   cycle, and sees ``⌊T_i / V⌋`` or ``⌈T_i / V⌉`` versions applied while it trains; we take
   ``s_i = ⌊T_i / V⌋``. (Checked against an event simulation of the orchestrator's rule in
@@ -171,6 +171,16 @@ def valued(staleness: int, skew: float, discount: Discount) -> float:
     return discount(int(min(scaled, MAX_STALENESS)))
 
 
+def staleness(duration_s: float, interval_s: float) -> int:
+    """Versions applied while a task of ``duration_s`` trains, versions every ``interval_s``:
+    0 when it fits in one (it started as a version was applied), else ``⌊T / V⌋``.
+
+    >>> staleness(2.0, 2.0), staleness(2.5, 1.0)
+    (0, 2)
+    """
+    return 0 if duration_s <= interval_s * (1 + 1e-9) else math.floor(duration_s / interval_s)
+
+
 def async_rate(durations: Sequence[float], buffer_size: int, discount: Discount | None = None,
                skews: Sequence[float] | None = None) -> float:
     """Valued updates per second of FedBuff, once per version (module docstring).
@@ -183,7 +193,7 @@ def async_rate(durations: Sequence[float], buffer_size: int, discount: Discount 
     if not pairs:
         return 0.0
     v = version_interval([t for t, _ in pairs], buffer_size)
-    return sum(valued(math.floor(t / v), h, d) / max(t, v) for t, h in pairs)
+    return sum(valued(staleness(t, v), h, d) / max(t, v) for t, h in pairs)
 
 
 def prefers_async(durations: Sequence[float], k: int, over_selection: float, deadline_s: float | None,
