@@ -44,3 +44,20 @@ def test_auto_run_resumes_to_the_unbroken_run(tmp_path: Path) -> None:
     assert _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")
     assert resumed.summary["auto"] == whole.summary["auto"]
     assert all(a.equal(b) for a, b in zip(whole.params.values(), resumed.params.values(), strict=True))
+
+
+@pytest.mark.slow
+def test_an_async_auto_run_runs_its_update_budget_and_resumes_past_the_configs_rounds(tmp_path: Path) -> None:
+    # auto runs FedBuff here with buffer 2 for k = 3: 4 rounds of 3 updates are ⌈4 · 3 / 2⌉ = 6 versions
+    config = parse_config(RAW | {"output": {**RAW["output"], "checkpoint_every": 1}})  # type: ignore[dict-item]
+    whole = run(config, tmp_path / "whole")
+    assert whole.summary["auto"][6].startswith("mode: async") and len(whole.reports) == 6
+
+    def kill_after_version_5(outcome: RoundOutcome) -> None:
+        if outcome.report.round == 4:  # the 5th version: its checkpoint holds more than the config's 4
+            raise Killed
+
+    with pytest.raises(Killed):
+        run(config, tmp_path / "cut", on_round=kill_after_version_5)
+    resumed = resume(tmp_path / "cut")
+    assert len(resumed.reports) == 6 and _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from fedfit.autoconfig import has_width, names_no_strategy, overrides, resolve
+from fedfit.autoconfig import has_width, names_no_strategy, outlooks, overrides, resolve
+from fedfit.cost import MemoryModel, TaskPredictor, measure
+from fedfit.devices import TIERS
+from fedfit.models import ModelSpec
+from fedfit.policy.auto import choose_margin
+from fedfit.policy.batching import BatchingRules, decide_batch
+from tests.helpers import state
 from fedfit.errors import PlanError
 from fedfit.config import ExperimentConfig, parse_config, with_overrides
 from fedfit.experiment import _selector
@@ -31,7 +39,7 @@ def test_names_no_strategy(raw: dict, sets: dict, expected: bool) -> None:
 
 
 def test_overrides_are_a_valid_config() -> None:
-    # async_advantage 10 keeps it sync: FedBuff (buffer 1) 0.956/s < 10 × sync 0.818/s (m = 2 of 1, 2, 3 s)
+    # async_advantage 10 keeps it sync: FedBuff (buffer 1) 1.09/s < 10 × sync 0.818/s (m = 2 of 1, 2, 3 s)
     devices = [DeviceOutlook(10**6, 10**5, 1000.0, t, 50) for t in (1.0, 2.0, 3.0)]
     config = with_overrides(ExperimentConfig(), overrides(decide(devices, 2, async_advantage=10.0)))
     assert config.batching.mode == "dynamic" and config.batching.standard_batch == 4
@@ -83,3 +91,34 @@ def test_a_model_without_a_width_argument_has_no_width_to_scale() -> None:
     assert has_width(lambda w: _Cost(int(100 * w * w))) is True  # type: ignore[arg-type,return-value]
     assert has_width(lambda w: _Cost(100)) is False  # type: ignore[arg-type,return-value]
     assert has_width(no_width) is False  # type: ignore[arg-type]
+
+
+def test_the_margin_is_judged_on_the_memory_a_device_reports_free() -> None:
+    # A sensor whose profile budget leaves 20% headroom over one sample but which reports only 5%
+    # more than one sample free (other apps hold the rest): rule 1's margin must come from the
+    # reported 5%, or the batch policy (which applies it to the reported memory) defers it forever.
+    cost = measure(ModelSpec("logreg", (1, 8, 8), 10))
+    memory = MemoryModel()
+    profile = TIERS["sensor_mcu"]
+    need = memory.for_device(profile).peak_bytes(cost, 1)
+    profile = dataclasses.replace(profile, training_memory_bytes=int(need * 1.25))
+    reported = state(free_memory_bytes=int(need * 1.05))
+    predictor = TaskPredictor(lambda w: cost, memory, [100])
+    outlook = outlooks([profile], [reported], predictor, 4, 0.1)[0]
+    assert outlook.budget_bytes == int(need * 1.05) and outlook.fits_one
+    margin = choose_margin([outlook])
+    assert margin == pytest.approx(0.9 * (1 - need / int(need * 1.05)), rel=0.01)  # ≈ 0.043, not 0.18
+    assert not decide_batch(profile, reported, cost, memory, BatchingRules(memory_margin=margin)).declined
+    # the margin from the profile's 20% would have declined it
+    assert decide_batch(profile, reported, cost, memory, BatchingRules(memory_margin=0.9 * 0.2)).declined
+
+
+def test_an_async_decision_runs_the_same_updates() -> None:
+    # two fast devices beside ten slow ones, k = 6: FedBuff with buffer 3, 6 / 3 = 2 versions a round
+    devices = [DeviceOutlook(10**6, 10**5, 1000.0, t, 50) for t in [0.1] * 2 + [50.0] * 10]
+    d = decide(devices, 6)
+    assert d.mode == "async" and d.buffer_size == 3
+    assert overrides(d, rounds=12)["orchestration.rounds"] == 24
+    assert "orchestration.rounds" not in overrides(d)
+    sync = decide(devices, 6, async_advantage=1000.0)
+    assert overrides(sync, rounds=12)["orchestration.rounds"] == 12

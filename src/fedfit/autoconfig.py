@@ -13,10 +13,15 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import torch
+
+from fedfit.aggregation.staleness import StalenessDiscount
 from fedfit.config import ExperimentConfig, with_overrides
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
+from fedfit.data import FederatedData
 from fedfit.errors import PlanError
 from fedfit.policy.auto import TIER_FLOOR, AutoDecision, DeviceOutlook, decide
+from fedfit.policy.auto_rates import label_skew
 from fedfit.types import DeviceProfile, DeviceState, TrainPlan
 
 #: Keys ``auto`` decides. A config file that sets none of them (nor an ``auto`` section) "names no
@@ -45,25 +50,35 @@ def names_no_strategy(raw: Mapping[str, Any], sets: Mapping[str, Any] | None = N
 
 
 def _outlook(device: int, profile: DeviceProfile, state: DeviceState, predictor: TaskPredictor,
-             standard_batch: int, lr: float) -> DeviceOutlook:
+             standard_batch: int, lr: float, skew: float) -> DeviceOutlook:
     memory = predictor.memory.for_device(profile)
     cost: ModelCost = predictor.costs(1.0)
     fixed = memory.peak_bytes(cost, 0)
     per_sample = cost.activation_bytes_per_sample + cost.backward_transient_bytes_per_sample
-    fits = min(standard_batch, memory.max_micro_batch(cost, profile.training_memory_bytes))
+    # What the batch policy will read: the reported free memory (less than the profile's budget
+    # when other apps hold some), so rule 1's margin never excludes a device that fits one sample.
+    budget = min(profile.training_memory_bytes, state.free_memory_bytes)
+    fits = min(standard_batch, memory.max_micro_batch(cost, budget))
     task_s = math.inf
     if fits > 0:
         plan = TrainPlan(device_id=device, round=0, micro_batch=fits, lr=lr)
         task_s = predictor.cost(plan, profile, state).duration_s
-    return DeviceOutlook(budget_bytes=profile.training_memory_bytes, fixed_bytes=fixed, sample_bytes=per_sample,
-                         task_s=task_s, num_examples=predictor.num_examples[device])
+    return DeviceOutlook(budget_bytes=budget, fixed_bytes=fixed, sample_bytes=per_sample,
+                         task_s=task_s, num_examples=predictor.num_examples[device], label_skew=skew)
 
 
 def outlooks(profiles: Sequence[DeviceProfile], states: Sequence[DeviceState], predictor: TaskPredictor,
-             standard_batch: int, lr: float) -> list[DeviceOutlook]:
-    """One outlook per device: plain model at full width, its largest batch up to ``standard_batch``."""
-    return [_outlook(i, p, s, predictor, standard_batch, lr)
-            for i, (p, s) in enumerate(zip(profiles, states, strict=True))]
+             standard_batch: int, lr: float, label_counts: Sequence[Sequence[int]] | None = None) -> list[DeviceOutlook]:
+    """One outlook per device: plain model at full width, its largest batch up to ``standard_batch``;
+    its label skew from ``label_counts`` (each device's count per class; ``None``: 0)."""
+    skews = label_skew(label_counts) if label_counts else [0.0] * len(profiles)
+    return [_outlook(i, p, s, predictor, standard_batch, lr, h)
+            for i, (p, s, h) in enumerate(zip(profiles, states, skews, strict=True))]
+
+
+def label_counts(data: FederatedData) -> list[list[int]]:
+    """Each device's training-label count per class: what a device reports at enrolment."""
+    return [torch.bincount(d.y, minlength=data.num_classes).tolist() for d in data.train]
 
 
 def fixed_batch_times(profiles: Sequence[DeviceProfile], states: Sequence[DeviceState], predictor: TaskPredictor,
@@ -78,9 +93,11 @@ def fixed_batch_times(profiles: Sequence[DeviceProfile], states: Sequence[Device
     return times
 
 
-def overrides(decision: AutoDecision) -> dict[str, Any]:
-    """The dotted config overrides that switch on the planners ``decision`` chose."""
-    return {
+def overrides(decision: AutoDecision, rounds: int | None = None) -> dict[str, Any]:
+    """The dotted config overrides that switch on the planners ``decision`` chose; with ``rounds``
+    (the config's), the versions an async run applies for the same updates (rule 5's budget)."""
+    budget = {} if rounds is None else {"orchestration.rounds": math.ceil(rounds * decision.rounds_scale - 1e-9)}
+    return budget | {
         "batching.mode": "dynamic", "batching.selection": "uniform",
         "batching.memory_margin": decision.memory_margin, "batching.standard_batch": decision.standard_batch,
         "orchestration.mode": decision.mode, "orchestration.deadline_s": decision.deadline_s,
@@ -107,15 +124,18 @@ def has_width(costs: Callable[[float], ModelCost]) -> bool:
 
 
 def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states: Sequence[DeviceState],
-            num_examples: Sequence[int], costs: Callable[[float], ModelCost],
-            memory: MemoryModel) -> tuple[ExperimentConfig, AutoDecision | None]:
-    """``config`` with ``auto``'s decision applied (unchanged, ``None``, when auto is off)."""
+            num_examples: Sequence[int], costs: Callable[[float], ModelCost], memory: MemoryModel,
+            label_counts: Sequence[Sequence[int]] | None = None) -> tuple[ExperimentConfig, AutoDecision | None]:
+    """``config`` with ``auto``'s decision applied (unchanged, ``None``, when auto is off);
+    ``label_counts``: each device's reported count per class (``None``: no label skew known)."""
     if not config.auto.enabled:
         return config, None
     predictor = TaskPredictor(costs, memory, num_examples)
     standard = config.batching.standard_batch or config.training.batch_size
-    devices = outlooks(profiles, states, predictor, standard, config.training.lr)
+    devices = outlooks(profiles, states, predictor, standard, config.training.lr, label_counts)
     scalable = has_width(costs)
-    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_advantage, scalable)
-    return with_overrides(config, overrides(decision)), decision
+    st = config.aggregation.staleness
+    discount = StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b)
+    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_advantage, scalable, discount)
+    return with_overrides(config, overrides(decision, config.orchestration.rounds)), decision
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fedfit.aggregation.staleness import StalenessDiscount
 from fedfit.config import ExperimentConfig
 from fedfit.devices.registry import Registry
 from fedfit.policy.auto import AutoDecision
@@ -21,8 +22,10 @@ class AutoReviser:
     """Revises a sync ``auto`` run's deadline and over-selection from measured durations."""
 
     def __init__(self, predicted_s: Sequence[float], clients_per_round: int, buffer_size: int,
-                 async_advantage: float, after: int) -> None:
+                 async_advantage: float, after: int, skews: Sequence[float] = (),
+                 discount: StalenessDiscount = StalenessDiscount("polynomial")) -> None:
         self.predicted_s = tuple(predicted_s)
+        self.skews, self.discount = tuple(skews) or (0.0,) * len(self.predicted_s), discount
         self.clients_per_round, self.buffer_size = clients_per_round, buffer_size
         self.async_advantage, self.after = async_advantage, after
         self.log: list[str] = []
@@ -40,7 +43,8 @@ class AutoReviser:
     def __call__(self, round_: int, registry: Registry) -> tuple[float | None, float] | None:
         if round_ < self.after:
             return None
-        rev = revise(self.observed(registry), self.clients_per_round, self.buffer_size, self.async_advantage)
+        rev = revise(self.observed(registry), self.clients_per_round, self.buffer_size, self.async_advantage,
+                     discount=self.discount, skews=self.skews)
         self._note(round_, rev)
         return rev.deadline_s, rev.over_selection
 
@@ -58,5 +62,7 @@ def auto_reviser(config: ExperimentConfig, decision: AutoDecision | None) -> Aut
     """The reviser of a sync ``auto`` run (``None``: auto off, async, or ``auto.revise_after: null``)."""
     if decision is None or decision.mode != "sync" or config.auto.revise_after is None:
         return None
+    st = config.aggregation.staleness
     return AutoReviser(decision.task_times, config.orchestration.clients_per_round, decision.buffer_size,
-                       config.auto.async_advantage, config.auto.revise_after)
+                       config.auto.async_advantage, config.auto.revise_after, decision.skews,
+                       StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b))

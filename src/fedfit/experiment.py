@@ -27,6 +27,7 @@ from fedfit.aggregation import (
     unweighted,
     weighting,
 )
+from fedfit.autoconfig import label_counts
 from fedfit.autoconfig import resolve as resolve_auto
 from fedfit.autorevise import AutoReviser, auto_reviser
 from fedfit.config import ExperimentConfig
@@ -271,7 +272,8 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     num_examples = [len(d) for d in data.train]
     traces = fleet_traces(config, profiles)
     states = [tr.state_at(0.0) for tr in traces] if config.auto.enabled else []
-    config, auto = resolve_auto(config, profiles, states, num_examples, costs, memory)
+    config, auto = resolve_auto(config, profiles, states, num_examples, costs, memory,
+                                label_counts(data) if config.auto.enabled else None)
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     stream = workload.stream
     fleet = SimulatedFleet(profiles=profiles, traces=traces,

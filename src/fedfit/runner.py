@@ -140,7 +140,7 @@ def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfi
     if saved.config_digest != config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path)) or {}):
         raise CheckpointError(f"{path}: changed since the checkpoint was written")
     total = config.orchestration.rounds
-    if saved.rounds_done > total or (saved.rounds_done == total and finished(run_dir)):
+    if (saved.rounds_done > total and not config.auto.enabled) or (saved.rounds_done == total and finished(run_dir)):
         raise ConfigError(f"orchestration.rounds: the run already has {saved.rounds_done} rounds; "
                           "ask for more (fedfit resume --rounds N)")
     return config, saved
@@ -167,8 +167,9 @@ def _remove_if_unused(run_dir: Path) -> None:
 def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | None,
            saved: Checkpoint | None, on_phase: OnPhase | None, sources: UserSources | None = None) -> RunResult:
     phase = on_phase or (lambda name: None)
-    every, total = config.output.checkpoint_every, config.orchestration.rounds
+    every = config.output.checkpoint_every
     with pinned(driver_threads(config.simulation.torch_threads)), built(config, sources) as exp, ExitStack() as stack:
+        total = exp.config.orchestration.rounds  # as resolved: auto's async budget may run more versions
         _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
         reports = list(saved.reports) if saved else []

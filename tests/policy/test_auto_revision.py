@@ -31,6 +31,15 @@ def test_revise_recomputes_deadline_and_over_selection() -> None:
     assert rev.measured == 4 and rev.bias == pytest.approx(3.0)
 
 
+def test_the_verdict_reads_the_label_skews() -> None:
+    # measured 1 s and 3 s, k = 1, buffer 1: deadline 1.25 × 2.5, both on time; sync 1 update per
+    # E[T] = 2 s: 0.5/s. FedBuff (V = 0.75 s, staleness 1 and 4): 0.86/s; with the fast device's
+    # labels 0.99 skewed its 1 version counts as ⌊1 / 0.1⌋ = 10: 11^-½ + 5^-½ / 3 = 0.45/s
+    observed = [Observed(1.0, 1.0), Observed(3.0, 3.0)]
+    assert revise(observed, clients_per_round=1, buffer_size=1).mode == "async"
+    assert revise(observed, clients_per_round=1, buffer_size=1, skews=[0.99, 0.0]).mode == "sync"
+
+
 def _registry(updates: list[float | None]) -> Registry:
     registry = Registry()
     registry.restore(tuple(

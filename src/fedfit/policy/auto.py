@@ -13,7 +13,8 @@ and with what run-wide parameters (see the README section "auto"):
    largest power of two in [4, 32] that still gives the median device ``min_steps`` (10)
    optimiser steps per epoch (small local data sets learn per step, not per sample); the memory
    margin is the default unless that would exclude a device that fits one sample, then 90% of
-   the smallest such headroom.
+   the smallest such headroom — both judged on the free memory the device *reports* (at most its
+   profile's budget), which is what the batch policy applies the margin to.
 2. **Memory technique**: per-device technique fitting (``memory.mode: auto``) only when some
    device cannot fit one sample of the plain model.
 3. **Deadline**: 1.25 × the 75th percentile of the predicted task times of devices that can
@@ -21,14 +22,19 @@ and with what run-wide parameters (see the README section "auto"):
 4. **Width**: capability widths (each device the widest sub-model that meets the deadline and
    its memory) only when some trainable device is predicted to miss the deadline by 2× and the
    model has a width to scale (a narrower model has fewer parameters).
-5. **Sync vs async**: FedBuff when its expected rate of staleness-discounted updates exceeds
+5. **Sync vs async**: FedBuff when its expected rate of valued updates exceeds
    ``async_advantage`` × that of sync rounds with rule 3's deadline and over-selection, both
-   computed from the trainable devices' task times (:mod:`fedfit.policy.auto_rates`), and at
-   least ``2 × buffer`` devices can train; otherwise synchronous rounds with the deadline. The
-   buffer is half a cohort (at least 2, at most half the trainable devices): a device trains
-   once per model version, so a version waits for the b-th fastest device *online*, and a
-   buffer of a whole cohort made every version wait for a slow device whenever fewer than k fast
-   ones were online (measured: 2.1 s per version at b = k = 6 against 0.1 s at b = 3).
+   computed from the trainable devices' task times (:mod:`fedfit.policy.auto_rates`: FedBuff as
+   fedfit runs it, each device once per model version, each update valued by the configured
+   staleness discount at its staleness scaled up by its label skew), and at least ``2 × buffer``
+   devices can train; otherwise synchronous rounds with the deadline. The buffer is half a
+   cohort (at least 2, at most half the trainable devices): a device trains once per model
+   version, so a version waits for the b-th fastest device *online*, and a buffer of a whole
+   cohort made every version wait for a slow device whenever fewer than k fast ones were online
+   (measured: 2.1 s per version at b = k = 6 against 0.1 s at b = 3). **Budget**: a run of R
+   rounds of k updates asks for R·k updates; FedBuff folds b per version, so an async run applies
+   ``⌈R·k / b⌉`` versions (``rounds_scale`` = k / b), the same number of updates, not R versions
+   of b (which stopped async runs at a fraction of sync's training, still climbing).
 6. **Local work**: a round lasts until its deadline anyway, so a device may spend half of it
    computing: local epochs from a compute budget of 0.5 × the deadline (async: 0.5 × the median
    predicted task time), between 1 and 3 epochs (the cap bounds client drift on skewed data).
@@ -48,13 +54,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fedfit.policy.auto_rates import async_rate, sync_rate
+from fedfit.policy.auto_rates import Discount, async_rate, sync_rate
 
 #: Memory margin used when no device is pushed out by it (the batch policy's default).
 DEFAULT_MARGIN = 0.22
-
-#: FedBuff's staleness exponent under ``auto`` (the aggregation's default polynomial discount).
-STALENESS_EXPONENT = 0.5
 
 #: Share of every cohort seated across device groups before the compute-aware selector fills the
 #: rest (rule 8; :class:`~fedfit.policy.stratified.TierFloorSelector`'s participation floor).
@@ -66,7 +69,8 @@ class DeviceOutlook:
     """What the server knows of one device before it plans: all from profile, report and models.
 
     Attributes:
-        budget_bytes: training memory the device reports free at rest (its profile's budget).
+        budget_bytes: training memory the device reports free (its reported free memory, at most its
+            profile's budget: what the batch policy applies the margin to).
         fixed_bytes: predicted peak of a plain step at micro-batch 0 (weights, gradients, optimiser,
             workspace) on this device.
         sample_bytes: predicted peak bytes each further sample adds.
@@ -74,6 +78,9 @@ class DeviceOutlook:
             batch): download at the reported bandwidth, one epoch, upload; ``inf``: none fits or
             the device reports no link.
         num_examples: local training samples.
+        label_skew: total-variation distance between the device's label distribution and the
+            fleet's (:func:`~fedfit.policy.auto_rates.label_skew`, from reported label counts;
+            0 when none are reported).
     """
 
     budget_bytes: int
@@ -81,6 +88,7 @@ class DeviceOutlook:
     sample_bytes: float
     task_s: float
     num_examples: int
+    label_skew: float = 0.0
 
     @property
     def fits_one(self) -> bool:
@@ -115,6 +123,8 @@ class AutoDecision:
         defer_unfit: defer devices whose reported state affords no plain batch (rule 8).
         reasons: one line per decision, for the summary.
         task_times: each device's predicted task time the decision read (the revision's prior).
+        skews: each device's label skew the decision read (the revision reuses them).
+        rounds_scale: versions per configured round (async: k / b, the same updates; sync: 1).
     """
 
     mode: str
@@ -131,6 +141,8 @@ class AutoDecision:
     defer_unfit: bool
     reasons: tuple[str, ...]
     task_times: tuple[float, ...] = ()
+    skews: tuple[float, ...] = ()
+    rounds_scale: float = 1.0
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -188,19 +200,23 @@ def choose_over_selection(devices: Sequence[DeviceOutlook], deadline_s: float | 
 
 
 def choose_mode(times: Sequence[float], clients_per_round: int, over_selection: float, deadline_s: float | None,
-                buffer_size: int, async_advantage: float = 1.0) -> str:
-    """``async`` when FedBuff's discounted update rate beats sync's by ``async_advantage`` on the
-    finite ``times`` and at least ``2 × buffer_size`` devices can train (rule 5)."""
-    finite = [t for t in times if math.isfinite(t)]
-    if len(finite) < 2 * buffer_size or len(finite) < 2:
+                buffer_size: int, async_advantage: float = 1.0, discount: Discount | None = None,
+                skews: Sequence[float] | None = None) -> str:
+    """``async`` when FedBuff's rate of valued updates beats sync's by ``async_advantage`` on the
+    finite ``times`` and at least ``2 × buffer_size`` devices can train (rule 5). ``skews``: each
+    device's label skew, aligned with ``times``."""
+    kept = [(t, 0.0 if skews is None else h) for t, h in zip(times, skews or [0.0] * len(times), strict=True)
+            if math.isfinite(t)]
+    if len(kept) < 2 * buffer_size or len(kept) < 2:
         return "sync"
+    finite = [t for t, _ in kept]
     sync = sync_rate(finite, clients_per_round, over_selection, deadline_s)
-    fedbuff = async_rate(finite, buffer_size, STALENESS_EXPONENT)
+    fedbuff = async_rate(finite, buffer_size, discount, [h for _, h in kept])
     return "async" if fedbuff > async_advantage * sync else "sync"
 
 
 def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advantage: float = 1.0,
-           scalable_width: bool = True) -> AutoDecision:
+           scalable_width: bool = True, discount: Discount | None = None) -> AutoDecision:
     """Every run-wide choice of ``auto`` for this fleet (rules 1–8 of the module docstring).
 
     Args:
@@ -208,12 +224,14 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advan
         clients_per_round: k, the updates a round (or FedBuff's buffer at most) waits for.
         async_advantage: factor by which FedBuff's discounted update rate must beat sync's (rule 5).
         scalable_width: whether the model has a width to scale (rule 4).
+        discount: the aggregation's staleness discount (default FedBuff's ``(1 + s)^(−½)``).
     """
     trainable = [d.task_s for d in devices if math.isfinite(d.task_s)]
+    skews = [d.label_skew for d in devices if math.isfinite(d.task_s)]
     buffer = max(1, min(max(2, clients_per_round // 2), len(trainable) // 2))
     deadline = choose_deadline(devices)
     over = choose_over_selection(devices, deadline)
-    mode = choose_mode(trainable, clients_per_round, over, deadline, buffer, async_advantage)
+    mode = choose_mode(trainable, clients_per_round, over, deadline, buffer, async_advantage, discount, skews)
     needs_memory = any(not d.fits_one for d in devices)
     budget = None
     if trainable:
@@ -227,7 +245,8 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advan
         memory_margin=choose_margin(devices), memory_mode="auto" if needs_memory else "off",
         width_mode="capability" if slow else "fixed",
         participation="interval" if mode == "async" or late else "none", defer_unfit=not needs_memory, reasons=(),
-        task_times=tuple(d.task_s for d in devices))
+        task_times=tuple(d.task_s for d in devices), skews=tuple(d.label_skew for d in devices),
+        rounds_scale=clients_per_round / buffer if mode == "async" else 1.0)
     return dataclasses.replace(decision, reasons=explain(decision, async_advantage))
 
 
@@ -243,8 +262,9 @@ def explain(d: AutoDecision, async_advantage: float) -> tuple[str, ...]:
         f"over-selection: {d.over_selection:.2f} (shortfall of devices predicted on time)",
         f"local work: {work}",
         f"width: {d.width_mode} (capability when a device is predicted past 2x the deadline)",
-        f"mode: {d.mode} (async when FedBuff's staleness-discounted update rate > {async_advantage:g} x sync's "
-        f"with this deadline, from predicted task times; buffer {d.buffer_size})",
+        f"mode: {d.mode} (async when FedBuff's rate of valued updates, once per version, staleness scaled by "
+        f"label skew, > {async_advantage:g} x sync's with this deadline, from predicted task times; buffer "
+        f"{d.buffer_size}, {d.rounds_scale:g} versions per round)",
         f"weights: participation {d.participation} (interval when predicted participation is unequal)",
         f"selection: compute-aware, stratified, tier floor {TIER_FLOOR:g}; defer offline / low battery / hot"
         f"{' / no plain batch' if d.defer_unfit else ''}",

@@ -12,7 +12,8 @@ took — with the local epochs, accumulation, throttling and link changes the pr
    time it ran, so its duration is at least that.
 2. **Deadline** 1.25 × their 75th percentile, **over-selection** the shortfall of devices within
    it (capped at 1), exactly rules 3 of :mod:`fedfit.policy.auto` on the new times.
-3. **Mode verdict** rule 5 (:mod:`fedfit.policy.auto_rates`) on the new times. A run does not
+3. **Mode verdict** rule 5 (:mod:`fedfit.policy.auto_rates`) on the new times, with the label
+   skews the first decision read (they do not change while the data do not). A run does not
    switch between sync and async midway (the orchestrators differ); the verdict is reported.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fedfit.policy.auto import choose_mode, quantile
+from fedfit.policy.auto_rates import Discount
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +71,20 @@ def durations(observed: Sequence[Observed]) -> tuple[list[float], float]:
 
 
 def revise(observed: Sequence[Observed], clients_per_round: int, buffer_size: int,
-           async_advantage: float = 1.0, cap: float = 1.0) -> Revision:
-    """Rules 3 and 5 of ``auto`` on measured durations (module docstring)."""
+           async_advantage: float = 1.0, cap: float = 1.0, discount: Discount | None = None,
+           skews: Sequence[float] | None = None) -> Revision:
+    """Rules 3 and 5 of ``auto`` on measured durations (module docstring); ``skews`` aligned
+    with ``observed`` (``None``: no label skew known)."""
     times, bias = durations(observed)
+    h = list(skews) if skews is not None else [0.0] * len(times)
     finite = [t for t in times if math.isfinite(t)]
+    finite_skews = [x for t, x in zip(times, h, strict=True) if math.isfinite(t)]
     deadline = round(1.25 * quantile(finite, 0.75), 3) if finite else None
     over = 0.0
     if deadline is not None and times:
         on_time = sum(1 for t in times if t <= deadline) / len(times)
         over = cap if on_time == 0 else min(cap, round(1.0 / on_time - 1.0, 3))
-    mode = choose_mode(finite, clients_per_round, over, deadline, buffer_size, async_advantage)
+    mode = choose_mode(finite, clients_per_round, over, deadline, buffer_size, async_advantage, discount,
+                       finite_skews)
     measured = sum(1 for o in observed if o.measured_s is not None)
     return Revision(deadline, over, mode, measured, bias)
