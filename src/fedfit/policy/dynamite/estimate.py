@@ -129,6 +129,10 @@ class RoundObservation:
         samples: device id → samples processed.
         shares: device id → data size (the weight of its gradient).
         loss: the data-weighted mean training loss reported.
+        version: the version of ``start`` (-1: unknown).
+        steps: device id → local steps taken.
+        start_losses: device id → loss of ``start`` on the device's first batch (those that
+            reported one; :mod:`.calibrate`).
     """
 
     start: torch.Tensor
@@ -136,6 +140,9 @@ class RoundObservation:
     samples: dict[int, int]
     shares: dict[int, float]
     loss: float
+    version: int = -1
+    steps: dict[int, int] = dataclasses.field(default_factory=dict)
+    start_losses: dict[int, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
