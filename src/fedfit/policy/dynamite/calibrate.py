@@ -36,6 +36,9 @@ round's y and x are computed with the estimates after that round was observed (s
 are those the planner extrapolates from); a round whose drift term is 0 (τ = 1) carries no
 information on c and is skipped.
 
+In asynchronous mode a "round" is one aggregation: it is paired with the next when that one's
+newest updates started from the model it produced (version k + 1), and τ is every task's steps.
+
 What it costs: one float per update (the first step's loss is computed anyway), a dict of the
 last round's per-device losses on the server, and O(devices) arithmetic per round.
 """
