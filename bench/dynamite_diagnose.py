@@ -7,11 +7,15 @@ Two measurements on examples/dynamite.yaml (30 virtual seconds, online DYNAMITE)
   model gives the true ρ = ‖∇F(w)‖, δ = Σ p_i ‖∇F_i(w) − ∇F(w)‖, the loss F(w) and the
   gradient secant β between consecutive global models; printed beside the planner's
   smoothed estimates and the τ it planned.
-* ``--ablation``: online DYNAMITE as built, then with the bound's drift term ρ·h(τ)/(ητ) set
-  to zero (a diagnostic only: no config reaches it), then with h(τ) replaced by its first-order
-  form δη²βτ(τ−1)/2 (the one the closed form uses); time to the target and the τ planned.
+* ``--ablation``: online DYNAMITE as built (drift term calibrated on the run), then
+  uncalibrated (c = 1, ``dynamite.drift_calibration.enabled: false``), then with the bound's
+  drift term ρ·h(τ)/(ητ) set to zero (a diagnostic only: no config reaches it), then with h(τ)
+  replaced by its first-order form δη²βτ(τ−1)/2 (the one the closed form uses), uncalibrated;
+  time to the target and the τ planned.
+* ``--calibration``: per round, the τ planned, the global loss the devices' received-model
+  losses sample, the progress and drift the bound planned for the round, and the drift factor c.
 
-    PYTHONPATH=src python bench/dynamite_diagnose.py --seeds 0 1 2 [--truth] [--ablation]
+    PYTHONPATH=src python bench/dynamite_diagnose.py --seeds 0 1 2 [--truth] [--ablation] [--calibration]
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from fedfit.types import Params
 BUDGET_S = 30.0
 
 
-def config(seed: int) -> ExperimentConfig:
+def config(seed: int, calibrated: bool = True) -> ExperimentConfig:
     base = load_config("examples/dynamite.yaml")
-    overrides = {"seed": seed, "orchestration.rounds": 1000, "dynamite.budget_time_s": BUDGET_S}
+    overrides = {"seed": seed, "orchestration.rounds": 1000, "dynamite.budget_time_s": BUDGET_S,
+                 "dynamite.drift_calibration.enabled": calibrated}
     return apply_strategy(with_overrides(base, overrides), "dynamite-online")
 
 
@@ -95,11 +100,12 @@ def drift_replaced(drift: Callable[[int, float, Estimates], float] | None) -> It
 
 
 def ablation(seed: int) -> None:
-    variants: dict[str, Callable[[int, float, Estimates], float] | None] = {
-        "as built": None, "drift term off": lambda tau, lr, est: 0.0, "first-order h": _first_order}
+    variants: dict[str, tuple[Callable[[int, float, Estimates], float] | None, bool]] = {
+        "as built": (None, True), "uncalibrated": (None, False), "drift term off": (lambda tau, lr, est: 0.0, False),
+        "first-order h": (_first_order, False)}
     print(f"\ndigits seed {seed}: variant, s to 0.80, accuracy at {BUDGET_S:.0f} s, tau planned per round")
-    for name, drift in variants.items():
-        cfg, hit, accuracy, taus = config(seed), None, 0.0, []
+    for name, (drift, calibrated) in variants.items():
+        cfg, hit, accuracy, taus = config(seed, calibrated), None, 0.0, []
         with drift_replaced(drift), built(cfg) as exp:
             planner = exp.orchestrator.observer
             assert isinstance(planner, DynamitePlanner)
@@ -115,17 +121,35 @@ def ablation(seed: int) -> None:
         print(f"  {name:15s} {shown:>5s} {accuracy:.3f}  {taus}", flush=True)
 
 
+def calibration(seed: int) -> None:
+    print(f"\ndigits seed {seed}: t, accuracy, tau planned | sampled F(w_k), progress, drift (c = 1) of round k | c")
+    with built(config(seed)) as exp:
+        planner = exp.orchestrator.observer
+        assert isinstance(planner, DynamitePlanner)
+        for outcome in exp.orchestrator.rounds(exp.initial_params):
+            r, c = outcome.report, planner.calibration
+            if r.virtual_time_s > BUDGET_S or c is None or c.last is None:
+                break
+            last = c.last
+            loss = sum(last.losses[i] * last.shares[i] for i in last.losses) / sum(last.shares[i] for i in last.losses)
+            print(f"  t={r.virtual_time_s:5.1f} acc={r.accuracy or 0:.3f} tau={planner.history[-1][1]:3d} | "
+                  f"{loss:6.3f} {last.progress:7.4f} {last.drift:9.4g} | {c.factor:.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--truth", action="store_true")
     parser.add_argument("--ablation", action="store_true")
+    parser.add_argument("--calibration", action="store_true")
     args = parser.parse_args()
     for seed in args.seeds:
         if args.truth:
             truth(seed)
         if args.ablation:
             ablation(seed)
+        if args.calibration:
+            calibration(seed)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ from fedfit.policy.batching import BatchingRules, initial_batch
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.policy.dynamite.bound import Budget, Estimates
+from fedfit.policy.dynamite.calibrate import Calibration
 from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
 from fedfit.policy.planning import RoundObserver
 from fedfit.simulation.batched import BatchedExecutor
@@ -377,12 +378,13 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
     base: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
                                             max_steps=t.max_steps, deadline_s=o.deadline_s)
     cohort = o.clients_per_round if o.mode == "sync" else (config.asynchronous.concurrency or config.num_devices)
-    p = d.prior
+    p, c = d.prior, d.drift_calibration
     settings = DynamiteSettings(
         solver=d.mode, adapt=d.adapt, budget=Budget(time_s=d.budget_time_s, energy_j=d.budget_energy_j),
         prior=Estimates(beta=p.beta, rho=p.rho, delta=p.delta, sigma2=p.sigma2, loss=p.loss), tau_max=d.tau_max,
         holding=d.holding, warmup_rounds=d.warmup_rounds, max_accumulation=d.max_accumulation,
-        participation=min(1.0, cohort / config.num_devices))
+        participation=min(1.0, cohort / config.num_devices),
+        calibration=Calibration(prior=c.prior, low=c.low, high=c.high, holding=c.holding) if c.enabled else None)
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
                            data_sizes=data_sizes, lr=t.lr, initial_params=initial,
                            cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None)

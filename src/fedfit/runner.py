@@ -42,7 +42,7 @@ from fedfit.report.model_file import save_model
 from fedfit.report.run_dir import OUTPUTS, finished
 from fedfit.security.report import security_summary
 from fedfit.report.stream import with_stream_metrics
-from fedfit.simulation import checkpoint
+from fedfit.simulation import checkpoint, planner_state
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.simulation.threads import driver_threads, pinned
 from fedfit.training import evaluate
@@ -172,6 +172,8 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
         total = exp.config.orchestration.rounds  # as resolved: auto's async budget may run more versions
         _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
+        if saved and run_dir:
+            planner_state.load(run_dir, exp.orchestrator.observer, saved.rounds_done, saved.config_digest)
         reports = list(saved.reports) if saved else []
         out = stack.enter_context(RunDirectory(run_dir, config.model_dump(mode="json"),
                                                saved.log_bytes if saved else None)) if run_dir else None
@@ -187,7 +189,9 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
                     out.log_round(outcome.report, outcome.results)
                     phase("round")
                     if every and (len(reports) % every == 0 or len(reports) == total):
+                        planner_state.save(out.path, exp.orchestrator.observer, len(reports), digest)
                         checkpoint.save(out.path, _checkpoint(exp, digest, state, reports, out.log_bytes()))
+                        planner_state.prune(out.path, len(reports))
                         phase("checkpoint")
                 if on_round:
                     on_round(outcome)

@@ -253,6 +253,9 @@ class Update:
         epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` used (runtime feedback).
         masks: per-name boolean masks of the coordinates the update holds (partial training,
             pruning); ``None``: every tensor in ``params`` is held whole.
+        start_loss: mean loss of the first step's batch, taken at the received model before any
+            local step (an unbiased sample of the device's loss at the global model; no extra
+            compute); ``None``: not reported (no step, or an older device).
     """
 
     device_id: int
@@ -266,6 +269,7 @@ class Update:
     train_loss: float
     epoch_batches: tuple[tuple[int, int], ...] = ()
     masks: dict[str, torch.Tensor] | None = None
+    start_loss: float | None = None
 
     @property
     def effective_batch(self) -> int:

@@ -40,3 +40,11 @@ def test_a_fedfit_failure_names_its_cause_and_any_other_error_is_a_client_error(
     assert error_cause(failure_error(FailureCause.OUT_OF_MEMORY, "peak 9 B > free 8 B")) == "out_of_memory"
     assert error_cause(Error(code=FAILURE_CODE, reason="nonsense: x")) == "client_error"
     assert error_cause(Error(code=0, reason="out_of_memory: raised by a plain client")) == "client_error"
+
+
+def test_the_received_models_loss_survives_flower_records_and_stays_unknown_when_unreported() -> None:
+    update = Update(device_id=1, round=2, params={"w": torch.tensor([1.0])}, num_examples=4, samples_processed=4,
+                    steps=1, micro_batch=4, accumulation_steps=1, train_loss=0.5, start_loss=2.25)
+    assert content_update(update_content(update)).start_loss == 2.25
+    unreported = Update(1, 2, {"w": torch.tensor([1.0])}, 4, 4, 1, 4, 1, 0.5)
+    assert content_update(update_content(unreported)).start_loss is None

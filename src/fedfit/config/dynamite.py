@@ -19,6 +19,27 @@ class DynamitePriorConfig(Section):
     loss: Annotated[float, Field(gt=0.0)] = 2.3
 
 
+class DriftCalibrationConfig(Section):
+    """The drift term's factor c measured from the global model's loss (:mod:`fedfit.policy.dynamite.calibrate`).
+
+    ``prior`` is c before two consecutive rounds were observed (1: the bound's worst case);
+    the estimate is clamped to [``low``, ``high``]; ``holding`` is the least-squares fit's
+    forgetting factor (the loss samples are noisy: it averages over ~1/(1 − holding) rounds);
+    ``enabled: false`` keeps c = 1."""
+
+    enabled: bool = True
+    prior: Annotated[float, Field(ge=0.0)] = 1.0
+    low: Annotated[float, Field(ge=0.0)] = 0.0
+    high: Annotated[float, Field(gt=0.0)] = 10.0
+    holding: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.9
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DriftCalibrationConfig:
+        if not self.low <= self.prior <= self.high:
+            raise ValueError(f"prior: {self.prior} must lie in [low, high] = [{self.low}, {self.high}]")
+        return self
+
+
 class DynamiteConfig(Section):
     """DYNAMITE (seed 001): co-optimised local steps τ and per-device batch b_i under a budget.
 
@@ -34,6 +55,7 @@ class DynamiteConfig(Section):
     warmup_rounds: PositiveInt = 2
     max_accumulation: PositiveInt = 1
     prior: DynamitePriorConfig = DynamitePriorConfig()
+    drift_calibration: DriftCalibrationConfig = DriftCalibrationConfig()
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -59,6 +59,8 @@ def update_content(update: Update) -> RecordDict:
         "accumulation-steps": update.accumulation_steps, "train-loss": float(update.train_loss),
         "model-round": update.round, "device-id": update.device_id,
     })
+    if update.start_loss is not None:
+        metrics["start-loss"] = float(update.start_loss)
     content = RecordDict({ARRAYS: params_record(update.params), METRICS: metrics})
     if update.masks is not None:
         content[MASKS] = ArrayRecord({k: m.to(torch.uint8) for k, m in update.masks.items()})
@@ -82,7 +84,7 @@ def content_update(content: RecordDict) -> Update:
                   params=record_params(content.array_records[ARRAYS]), num_examples=count("num-examples"),
                   samples_processed=count("samples-processed"), steps=count("steps"), micro_batch=count("micro-batch"),
                   accumulation_steps=count("accumulation-steps"), train_loss=number(metrics, "train-loss"),
-                  masks=masks)
+                  masks=masks, start_loss=number(metrics, "start-loss") if "start-loss" in metrics else None)
 
 
 def readiness_record(r: Readiness) -> ConfigRecord:

@@ -23,6 +23,7 @@ executor (:mod:`fedfit.simulation.batched`) trains those one by one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -137,16 +138,19 @@ def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tupl
     gradients = _gradients(model)
     loss_sum = torch.zeros(len(plans), dtype=torch.float64)
     params = opt.params
+    first = torch.full((len(plans),), math.nan, dtype=torch.float64)  # each device's first-step loss
     for s in range(len(index)):
         grads, losses = gradients(params, x_all[index[s]], y_all[index[s]], weight[s], count[s].clamp(min=1.0))
         loss_sum += losses.double() * count[s].double()
+        first = torch.where(first.isnan() & (count[s] > 0), losses.double(), first)
         params = opt.step(grads, active=count[s] > 0)
-    return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]))
+    return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]),
+                    float(first[g]))
             for g, (plan, (x, _), device_batches) in enumerate(zip(plans, data, batches, strict=True))]
 
 
 def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[torch.Tensor],
-            loss_sum: float) -> Update:
+            loss_sum: float, start_loss: float) -> Update:
     samples = sum(len(idx) for idx in batches)
     return Update(
         device_id=plan.device_id,
@@ -159,4 +163,5 @@ def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[to
         accumulation_steps=plan.epoch_batches[-1][1] if plan.epoch_batches else plan.accumulation_steps,
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=plan.epoch_batches,
+        start_loss=None if math.isnan(start_loss) else start_loss,
     )

@@ -126,9 +126,12 @@ def train(
     loss_sum, samples, steps = 0.0, 0, 0
     anchor = _proximal_anchor(model, params, plan) if optimizer.proximal_mu > 0 else []
     ran: list[tuple[int, int]] = []
+    start_loss: float | None = None
     for idx, micro in _batches(len(x), plan, gen, at_epoch, ran):
         program.zero_grad()
-        loss_sum += _step(program.micro_step, x, y, idx, micro)
+        loss = _step(program.micro_step, x, y, idx, micro)
+        start_loss = loss / len(idx) if start_loss is None else start_loss
+        loss_sum += loss
         if anchor:
             _add_proximal_gradient(model, anchor, optimizer.proximal_mu)
         program.step()
@@ -150,6 +153,7 @@ def train(
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=batches,
         masks=masks,
+        start_loss=start_loss,
     )
 
 

@@ -185,7 +185,8 @@ class SecAggHub:
             self.store.set_status(t.task_id, "accepted", "secure aggregation")
             r = m.report
             update = Update(m.device, t.plan.round, t.sent, r.num_examples, r.samples_processed, r.steps,
-                            r.micro_batch, r.accumulation_steps, r.train_loss, tuple(r.epoch_batches), None)
+                            r.micro_batch, r.accumulation_steps, r.train_loss, tuple(r.epoch_batches), None,
+                            r.start_loss)
             return self._result_of(self.fleet, t, update, r, 8 * words, now), None
         self._deliver(m.task_id, outcome)
 

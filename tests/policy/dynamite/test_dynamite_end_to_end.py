@@ -122,3 +122,26 @@ def test_dynamite_aggregates_by_data_share_not_by_samples_processed() -> None:
     update = Update(device_id=0, round=0, params={}, num_examples=100, samples_processed=5000, steps=50,
                     micro_batch=100, accumulation_steps=1, train_loss=0.5)
     assert weighting(weighting_name(on))(update) == 100.0
+
+
+@pytest.mark.parametrize("calibration, message", [
+    ({"prior": 2.0, "high": 1.0}, "dynamite.drift_calibration.*prior"),
+    ({"holding": 1.0}, "dynamite.drift_calibration.holding"),
+    ({"low": -0.1}, "dynamite.drift_calibration.low"),
+])
+def test_bad_drift_calibration_is_a_one_line_config_error(calibration: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as err:
+        small(dynamite={"mode": "heterogeneous", "budget_time_s": 60, "drift_calibration": calibration})
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_the_drift_calibration_section_reaches_the_planner() -> None:
+    calibrated = small(dynamite={"mode": "heterogeneous", "budget_time_s": 60,
+                                 "drift_calibration": {"prior": 0.5, "low": 0.1, "high": 2.0, "holding": 0.7}})
+    plain = small(dynamite={"mode": "heterogeneous", "budget_time_s": 60, "drift_calibration": {"enabled": False}})
+    with built(calibrated) as on, built(plain) as off:
+        p, q = on.orchestrator.observer, off.orchestrator.observer
+    assert isinstance(p, DynamitePlanner) and isinstance(q, DynamitePlanner)
+    assert p.calibration is not None and (p.calibration.prior, p.calibration.low, p.calibration.high,
+                                          p.calibration.holding) == (0.5, 0.1, 2.0, 0.7)
+    assert p.estimates().drift_scale == 0.5 and q.calibration is None and q.estimates().drift_scale == 1.0

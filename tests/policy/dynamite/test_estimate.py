@@ -6,6 +6,8 @@ gradient secant is exactly β, δ = Σ p_i β ‖c_i − c̄‖ at every w, and 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -84,3 +86,21 @@ def test_dissimilarity_is_zero_for_equal_hessians_and_the_curvature_spread_other
     assert spread.zeta == pytest.approx(1.0)
     assert spread.beta == pytest.approx(2.0)
 
+
+
+def test_f0_is_the_share_weighted_start_loss_of_the_devices_that_report_one() -> None:
+    w = torch.tensor([5.0, -2.0, 1.0])
+    # devices 0 and 2 report the received model's loss, device 1 (share 0.3) does not:
+    # F0 = (0.5 · 1.0 + 0.2 · 4.0) / (0.5 + 0.2) = 1.3 / 0.7, not the training loss.
+    obs = dataclasses.replace(exact_round(w), loss=9.0, start_losses={0: 1.0, 2: 4.0})
+    assert observe(EstimatorState(), obs, holding=0.0).loss == pytest.approx(1.3 / 0.7)
+    # smoothed like the other estimates: 0.5 · 1.3/0.7 + 0.5 · (0.5 · 3.0 + 0.3 · 1.0 + 0.2 · 2.0)
+    again = dataclasses.replace(exact_round(w), loss=9.0, start_losses={0: 3.0, 1: 1.0, 2: 2.0})
+    state = observe(observe(EstimatorState(), obs, holding=0.5), again, holding=0.5)
+    assert state.loss == pytest.approx(0.5 * 1.3 / 0.7 + 0.5 * 2.2)
+
+
+def test_f0_falls_back_to_the_training_loss_without_start_losses() -> None:
+    obs = dataclasses.replace(exact_round(torch.tensor([5.0, -2.0, 1.0])), loss=0.75,
+                              start_losses={0: float("nan")})
+    assert observe(EstimatorState(), obs, holding=0.0).loss == pytest.approx(0.75)

@@ -9,7 +9,9 @@ from fedfit.cost import MemoryModel, ModelCost
 from fedfit.devices.registry import Registry
 from fedfit.policy import FixedPlanner
 from fedfit.policy.dynamite import Budget, Estimates
+from fedfit.policy.dynamite.calibrate import Calibration
 from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.dynamite.search import search_homogeneous
 from fedfit.types import TaskCost, TaskResult, TrainPlan, Update
 from tests.helpers import profile, state
 
@@ -88,3 +90,43 @@ def test_measured_durations_win_over_predictions() -> None:
     assert slow._device(0, 100).round_s(5, 8) == pytest.approx(3 * fast._device(0, 100).round_s(5, 8))
     a, b = fast.current(), slow.current()
     assert b.bound > a.bound  # a slower fleet affords fewer steps in the same budget
+
+
+def local_gd_round(p: DynamitePlanner, version: int, w: torch.Tensor, steps: int,
+                   start_losses: list[float] | None = None) -> torch.Tensor:
+    """Each device takes ``steps`` GD steps on β/2‖w − c_i‖² and reports its loss at ``w``
+    (or ``start_losses``) as the loss of the model it received."""
+    results = []
+    for d, c in enumerate(CENTRES):
+        end = c + (1 - LR * BETA) ** steps * (w - c)
+        received = BETA / 2 * float(((w - c) ** 2).sum()) if start_losses is None else start_losses[d]
+        update = Update(d, version, {"w": end}, SIZES[d], 8 * steps, steps, 8, 1, train_loss=received,
+                        start_loss=received)
+        plan = TrainPlan(device_id=d, round=version, micro_batch=8, max_steps=steps, lr=LR)
+        results.append(TaskResult(plan, "test", 0.0, 2.0, update, TaskCost(0.5, 1.0, 0.5, 3.0, 0, 0, 0, 0.0), 0))
+    new = sum(n / sum(SIZES) * r.outcome.params["w"] for n, r in zip(SIZES, results))  # type: ignore[union-attr]
+    p.observe(version + 1, {"w": new}, results, now_s=10.0 * (version + 1))
+    return new
+
+
+@pytest.mark.parametrize("c_true", [0.0, 0.4, 3.0])
+def test_the_received_models_loss_calibrates_the_drift_term_the_plan_uses(c_true: float) -> None:
+    p = planner(solver="homogeneous", calibration=Calibration(prior=1.0, holding=0.0))
+    w = local_gd_round(p, 0, torch.tensor([4.0, 4.0, 4.0]), steps=4)
+    first = p.calibration.last if p.calibration else None
+    assert first is not None and first.drift > 0 and p.estimates().drift_scale == 1.0  # prior: one round only
+    # the next round's losses say the round lost c_true times the drift the bound charged
+    fallen = sum(first.losses[d] * first.shares[d] for d in (0, 1)) / sum(SIZES) \
+        - (first.progress - c_true * first.drift)
+    local_gd_round(p, 1, w, steps=4, start_losses=[fallen, fallen])
+    assert p.estimates().drift_scale == pytest.approx(c_true)
+    devices = [p._device(d, SIZES[d]) for d in p.registry.ids()]
+    expected = search_homogeneous(devices, [0.25, 0.75], p.estimates(), LR, p._budget_left(), p.settings.tau_max)
+    assert p.current() == expected
+
+
+def test_uncalibrated_planner_keeps_the_worst_case() -> None:
+    p = planner(calibration=None)
+    w = local_gd_round(p, 0, torch.tensor([4.0, 4.0, 4.0]), steps=4)
+    local_gd_round(p, 1, w, steps=4, start_losses=[0.0, 0.0])
+    assert p.estimates().drift_scale == 1.0

@@ -2,11 +2,13 @@
 
 One concept per module: :mod:`.costs` (what a round of (τ, b) costs a device), :mod:`.bound`
 (the convergence bound and its homogeneous closed form), :mod:`.search` (exact search and the
-heterogeneous assignment), :mod:`.estimate` (online β, ρ, δ, σ², ζ) and :mod:`.planner` (the
-adaptive planner that re-estimates and re-plans every round).
+heterogeneous assignment), :mod:`.estimate` (online β, ρ, δ, σ², ζ), :mod:`.calibrate` (the
+drift term's factor c from the global model's loss), :mod:`.planner` (the adaptive planner that
+re-estimates and re-plans every round) and :mod:`.snapshot` (its state, for checkpoints).
 """
 
 from fedfit.policy.dynamite.bound import Budget, Estimates, bound, closed_form, drift, rounds_affordable
+from fedfit.policy.dynamite.calibrate import Calibration, RoundLoss, calibrate
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe
 from fedfit.policy.dynamite.search import (
@@ -14,7 +16,7 @@ from fedfit.policy.dynamite.search import (
 )
 
 __all__ = [
-    "Assignment", "Budget", "DeviceCost", "Estimates", "EstimatorState", "RoundObservation",
-    "assign_heterogeneous", "bound", "closed_form", "closed_form_assignment", "device_cost", "drift",
-    "observe", "rounds_affordable", "search_homogeneous",
+    "Assignment", "Budget", "Calibration", "DeviceCost", "Estimates", "EstimatorState", "RoundLoss",
+    "RoundObservation", "assign_heterogeneous", "bound", "calibrate", "closed_form", "closed_form_assignment",
+    "device_cost", "drift", "observe", "rounds_affordable", "search_homogeneous",
 ]

@@ -25,7 +25,8 @@ costing ``τ A (b + h₀) + C`` of the binding budget B, Φ separates into a ter
     τ* = sqrt(2 F0 C / (η² B ρ δ ζ))
 
 ζ is the devices' Hessian dissimilarity (β where unknown, Wang et al.'s worst case): see
-:func:`drift`.
+:func:`drift`. Online, h carries a factor c measured from the global model's loss
+(:mod:`.calibrate`); c multiplies ρδζ in τ*.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Estimates:
         loss: F0, the current loss gap.
         zeta: ζ, Hessian dissimilarity: how differently the devices' gradients change along
             the same step, Σ p_i ‖Δ∇F_i − Δ∇F‖ / ‖Δw‖ (``None``: β, the worst case).
+        drift_scale: c, the drift term's factor measured on the run (:mod:`.calibrate`; 1: the
+            worst case as derived).
     """
 
     beta: float
@@ -57,6 +60,7 @@ class Estimates:
     sigma2: float
     loss: float
     zeta: float | None = None
+    drift_scale: float = 1.0
 
     @property
     def dissimilarity(self) -> float:
@@ -84,7 +88,8 @@ def drift(tau: int, lr: float, est: Estimates) -> float:
     far as the devices' gradients *change* differently along their diverging local paths
     (e(s+1) ≤ (1 + ηβ) e(s) + ηζ Σ p_i ‖w_i(s) − v(s)‖ gives η²ζδτ(τ − 1)/2 to first order,
     Wang's h with ζ for β). With ζ = β (unknown) it is Wang's h; with equal Hessians (ζ = 0)
-    local gradient descent averages to exactly the centralised path, and h is 0.
+    local gradient descent averages to exactly the centralised path, and h is 0. The result is
+    scaled by ``est.drift_scale`` (:mod:`.calibrate`).
 
     >>> round(drift(2, 0.1, Estimates(beta=2.0, rho=1.0, delta=3.0, sigma2=0.0, loss=1.0)), 6)
     0.06
@@ -95,7 +100,7 @@ def drift(tau: int, lr: float, est: Estimates) -> float:
         return 0.0
     x = lr * est.beta
     wang = est.delta / est.beta * ((x + 1) ** tau - 1) - lr * est.delta * tau
-    return max(0.0, wang * est.dissimilarity / est.beta)
+    return max(0.0, wang * est.dissimilarity / est.beta * est.drift_scale)
 
 
 def rounds_affordable(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], budget: Budget) -> float:
@@ -154,6 +159,6 @@ def closed_form(shape: RoundShape, shares: Sequence[float], est: Estimates, lr: 
     """
     s = sum(p * p for p in shares)
     b = lr * math.sqrt(est.sigma2 * est.beta * s * shape.budget / (2 * est.loss * shape.per_sample))
-    denominator = lr * lr * shape.budget * est.rho * est.delta * est.dissimilarity
+    denominator = lr * lr * shape.budget * est.rho * est.delta * est.dissimilarity * est.drift_scale
     tau = math.sqrt(2 * est.loss * shape.per_round / denominator) if denominator > 0 else math.inf
     return tau, b

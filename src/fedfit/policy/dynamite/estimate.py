@@ -32,6 +32,13 @@ and from one round (t) to the next (t+1)::
          it absorbs exactly the curvature differences ζ measures, and subtracting it would
          cancel them.
 
+F0, the loss gap the bound's optimisation term starts from, is the loss of the *current* global
+model: the data-share-weighted mean of the updates' ``start_loss`` (the loss of the model a
+device received on its first batch, before any local step), as the authors take it; rounds
+whose updates carry none fall back to the share-weighted mean training loss along the local
+paths, which runs below F(w) by the progress made along them, and on streams rises with newly
+arrived data rather than with the model.
+
 Each raw estimate enters an exponential moving average ``x ← α x + (1 − α) x_new``. Pure
 functions on flat tensors: the planner flattens parameters.
 """
@@ -129,6 +136,10 @@ class RoundObservation:
         samples: device id → samples processed.
         shares: device id → data size (the weight of its gradient).
         loss: the data-weighted mean training loss reported.
+        version: the version of ``start`` (-1: unknown).
+        steps: device id → local steps taken.
+        start_losses: device id → loss of ``start`` on the device's first batch (those that
+            reported one; :mod:`.calibrate`).
     """
 
     start: torch.Tensor
@@ -136,6 +147,9 @@ class RoundObservation:
     samples: dict[int, int]
     shares: dict[int, float]
     loss: float
+    version: int = -1
+    steps: dict[int, int] = dataclasses.field(default_factory=dict)
+    start_losses: dict[int, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,6 +181,21 @@ class EstimatorState:
                          loss=pick(self.loss, prior.loss), zeta=self.zeta if self.zeta is not None else prior.zeta)
 
 
+def start_loss(obs: RoundObservation) -> float:
+    """F0 of one round: the share-weighted mean ``start_loss`` of the devices that reported one,
+    else the share-weighted mean training loss ``obs.loss``.
+
+    >>> obs = RoundObservation(start=torch.zeros(1), grads={}, samples={}, shares={1: 3.0, 2: 1.0, 3: 4.0},
+    ...                        loss=0.5, start_losses={1: 2.0, 2: 4.0})
+    >>> start_loss(obs), start_loss(dataclasses.replace(obs, start_losses={}))
+    (2.5, 0.5)
+    """
+    weighted = [(loss, obs.shares[i]) for i, loss in obs.start_losses.items()
+                if i in obs.shares and obs.shares[i] > 0 and math.isfinite(loss)]
+    total = sum(w for _, w in weighted)
+    return sum(loss * w for loss, w in weighted) / total if total > 0 else obs.loss
+
+
 def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> EstimatorState:
     """``state`` updated with one aggregation's observation."""
     ids = sorted(obs.grads)
@@ -175,7 +204,7 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     g, delta = divergence([obs.grads[i] for i in ids], [obs.shares[i] for i in ids])
     new = dataclasses.replace(state, delta=smooth(state.delta, delta, holding),
                               rho=smooth(state.rho, lipschitz(g), holding),
-                              loss=smooth(state.loss, obs.loss, holding), last=obs, last_g=g)
+                              loss=smooth(state.loss, start_loss(obs), holding), last=obs, last_g=g)
     prev = state.last
     if prev is None:
         return new

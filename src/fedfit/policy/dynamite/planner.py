@@ -28,6 +28,7 @@ from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
 from fedfit.devices.registry import Registry
 from fedfit.policy.dynamite.bound import Budget, Estimates
+from fedfit.policy.dynamite.calibrate import Calibration, calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.search import (
@@ -56,6 +57,8 @@ class DynamiteSettings:
         warmup_rounds: aggregations observed before an offline plan is fixed.
         max_accumulation: micro-batches a step may accumulate above the memory cap.
         participation: share of the fleet training each round (scales the energy a round costs).
+        calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
+            drift term uncalibrated (c = 1).
     """
 
     solver: Solver = "heterogeneous"
@@ -67,6 +70,7 @@ class DynamiteSettings:
     warmup_rounds: int = 2
     max_accumulation: int = 1
     participation: float = 1.0
+    calibration: Calibration | None = Calibration()
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -102,6 +106,7 @@ class DynamitePlanner:
         self.lr = lr
         self._model = costs(1.0)  # measured once: the master's cost does not change
         self.estimator = EstimatorState()
+        self.calibration = settings.calibration
         self.versions: dict[int, torch.Tensor] = {0: flatten(initial_params)}
         self._reachable: dict[int, DeviceState] = {}
         self.speed: dict[int, float] = {}  # device → measured / predicted duration (smoothed)
@@ -135,7 +140,7 @@ class DynamitePlanner:
         devices = [self._device(d, held[d]) for d in self.registry.ids()]
         sizes = [max(1, d.data_size) for d in devices]
         shares = [n / sum(sizes) for n in sizes]
-        est = self.estimator.estimates(s.prior)
+        est = self.estimates()
         budget = self._budget_left()
         if s.solver == "closed_form":
             return closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
@@ -143,6 +148,12 @@ class DynamitePlanner:
         if s.solver == "homogeneous":
             return found
         return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found)
+
+    def estimates(self) -> Estimates:
+        """The estimates the next plan uses: smoothed, the prior's where none yet, drift calibrated."""
+        est = self.estimator.estimates(self.settings.prior)
+        c = self.calibration
+        return est if c is None else dataclasses.replace(est, drift_scale=c.factor)
 
     def _budget_left(self) -> Budget:
         b, share = self.settings.budget, self.settings.participation
@@ -178,6 +189,9 @@ class DynamitePlanner:
         obs = self._observation(results)
         if obs is not None:
             self.estimator = observe(self.estimator, obs, self.settings.holding)
+            if self.calibration is not None:
+                now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr)
+                self.calibration = calibrate(self.calibration, now)
         self.versions[version] = flatten(params)
         for old in [v for v in self.versions if v < version - 16]:
             del self.versions[old]
@@ -191,7 +205,7 @@ class DynamitePlanner:
         if start_version is None:
             return None
         start = self.versions[start_version]
-        grads, samples, shares, losses = {}, {}, {}, []
+        grads, samples, shares, losses, steps, starts = {}, {}, {}, [], {}, {}
         for u, plan in ((r.outcome, r.plan) for r in results if isinstance(r.outcome, Update)):
             if u.round != start_version or u.masks is not None:
                 continue
@@ -200,8 +214,12 @@ class DynamitePlanner:
                 continue  # a narrower sub-model: not comparable with the master
             grads[u.device_id] = pseudo_gradient(start, end, plan.lr, u.steps)
             samples[u.device_id], shares[u.device_id] = u.samples_processed, float(max(1, u.num_examples))
+            steps[u.device_id] = u.steps
+            if u.start_loss is not None and math.isfinite(u.start_loss):
+                starts[u.device_id] = u.start_loss
             losses.append((u.train_loss, shares[u.device_id]))
         if not grads:
             return None
         loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
-        return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss)
+        return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss,
+                                version=start_version, steps=steps, start_losses=starts)
