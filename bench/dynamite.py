@@ -50,23 +50,23 @@ def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
     """Train until the virtual clock passes ``budget_s``; first crossing of the target, last accuracy."""
     start, energy, hit, accuracy = time.perf_counter(), 0.0, None, 0.0
     held: list[tuple[int, float]] = []  # (buffer size, mean data age) of every task that trained
+    plan = ""  # the last (τ, b_i) a round within the budget ran with
     with built(config) as exp:
+        planner = exp.orchestrator.observer
         for outcome in exp.orchestrator.rounds(exp.initial_params):
             r = outcome.report
             energy += r.energy_j
             if r.virtual_time_s > budget_s:
                 break
+            if isinstance(planner, DynamitePlanner) and planner.history:
+                _, tau, batches = planner.history[-1]
+                plan = f"τ={tau} b={min(batches)}..{max(batches)}"
             if exp.stream is not None:
                 buffers = [(exp.stream.buffer(t.plan.device_id, t.start_s), t.start_s) for t in outcome.results if t.ok]
                 held += [(len(b), b.mean_age_s(at)) for b, at in buffers]
             accuracy = r.accuracy if r.accuracy is not None else accuracy
             if hit is None and accuracy >= config.evaluation.target_accuracy:
                 hit = (r.virtual_time_s, energy)
-        planner = exp.orchestrator.observer
-        plan = ""
-        if isinstance(planner, DynamitePlanner) and planner.history:
-            _, tau, batches = planner.history[-1]
-            plan = f"τ={tau} b={min(batches)}..{max(batches)}"
     return Outcome(hit[0] if hit else None, hit[1] if hit else None, accuracy, plan,
                    time.perf_counter() - start, _mean([n for n, _ in held]), _mean([a for _, a in held]))
 
