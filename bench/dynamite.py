@@ -5,7 +5,11 @@ spent and prints: virtual seconds and fleet joules to the target accuracy ("-": 
 within the budget), the accuracy at the budget, and the last (τ, b_i) DYNAMITE planned. The
 offline-optimal reference is the grid point with the least time to target on the same fleet
 and seed; the summary compares online DYNAMITE with it and with batch 32 / one local epoch.
-The streaming variant (``--stream``) adds data arriving over time (examples/dynamite_stream.yaml).
+The streaming variant (``--stream``) adds data arriving over time (examples/dynamite_stream.yaml):
+it runs every fixed setting the example declares (all its ``grid-*`` points and batch 32 / one
+epoch), prints each run's mean buffer size and trained-data age (seconds since the samples a
+task trained on arrived, averaged over the tasks that returned an update), and whether online
+DYNAMITE's accuracy at the budget is above every fixed setting's.
 
     PYTHONPATH=src python bench/dynamite.py [--seeds 0 1 2] [--datasets digits fashion_mnist] [--stream]
         [--budget-s 30] [--strategies dynamite-online ...] [--uncalibrated]
@@ -43,27 +47,37 @@ class Outcome:
     accuracy_at_budget: float
     plan: str
     wall_s: float
+    buffer: float | None = None
+    age_s: float | None = None
 
 
 def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
     """Train until the virtual clock passes ``budget_s``; first crossing of the target, last accuracy."""
     start, energy, hit, accuracy = time.perf_counter(), 0.0, None, 0.0
+    held: list[tuple[int, float]] = []  # (buffer size, mean data age) of every task that trained
+    plan = ""  # the last (τ, b_i) a round within the budget ran with
     with built(config) as exp:
+        planner = exp.orchestrator.observer
         for outcome in exp.orchestrator.rounds(exp.initial_params):
             r = outcome.report
             energy += r.energy_j
             if r.virtual_time_s > budget_s:
                 break
+            if isinstance(planner, DynamitePlanner) and planner.history:
+                _, tau, batches = planner.history[-1]
+                plan = f"τ={tau} b={min(batches)}..{max(batches)}"
+            if exp.stream is not None:
+                buffers = [(exp.stream.buffer(t.plan.device_id, t.start_s), t.start_s) for t in outcome.results if t.ok]
+                held += [(len(b), b.mean_age_s(at)) for b, at in buffers]
             accuracy = r.accuracy if r.accuracy is not None else accuracy
             if hit is None and accuracy >= config.evaluation.target_accuracy:
                 hit = (r.virtual_time_s, energy)
-        planner = exp.orchestrator.observer
-        plan = ""
-        if isinstance(planner, DynamitePlanner) and planner.history:
-            _, tau, batches = planner.history[-1]
-            plan = f"τ={tau} b={min(batches)}..{max(batches)}"
     return Outcome(hit[0] if hit else None, hit[1] if hit else None, accuracy, plan,
-                   time.perf_counter() - start)
+                   time.perf_counter() - start, _mean([n for n, _ in held]), _mean([a for _, a in held]))
+
+
+def _mean(xs: list[float] | list[int]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
 
 
 def _fmt(x: float | None, digits: int = 1) -> str:
@@ -76,18 +90,44 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--budget-s", type=float, default=30.0, help="virtual seconds per run")
     parser.add_argument("--stream", action="store_true", help="the streaming variant")
-    parser.add_argument("--strategies", nargs="+", default=STRATEGIES, choices=STRATEGIES)
+    parser.add_argument("--strategies", nargs="+", default=None)
     parser.add_argument("--uncalibrated", action="store_true", help="DYNAMITE's drift factor fixed at 1")
     args = parser.parse_args()
     path = "examples/dynamite_stream.yaml" if args.stream else "examples/dynamite.yaml"
     base = load_config(path)
+    names = args.strategies or (stream_strategies(base) if args.stream else STRATEGIES)
     for dataset in args.datasets:
         for seed in args.seeds:
             config = with_overrides(base, {**DATASETS[dataset], "seed": seed, "orchestration.rounds": 1000,
                                            "dynamite.budget_time_s": args.budget_s,
                                            "dynamite.drift_calibration.enabled": not args.uncalibrated})
-            rows = {name: run_to_budget(apply_strategy(config, name), args.budget_s) for name in args.strategies}
-            report(dataset, seed, rows)
+            rows = {name: run_to_budget(apply_strategy(config, name), args.budget_s) for name in names}
+            (report_stream if args.stream else report)(dataset, seed, rows)
+
+
+def stream_strategies(base: ExperimentConfig) -> list[str]:
+    """The DYNAMITE variants, dynamic batching and every fixed setting the streaming example declares."""
+    return [*STRATEGIES[:5], *sorted((n for n in base.strategies if n.startswith("grid-")), key=_grid_order)]
+
+
+def _grid_order(name: str) -> tuple[int, int]:
+    b, t = name.removeprefix("grid-b").split("-t")
+    return int(b), int(t)
+
+
+def report_stream(dataset: str, seed: int, rows: dict[str, Outcome]) -> None:
+    print(f"\n{dataset} seed {seed} (stream): strategy, accuracy at budget, mean buffer, mean data age s, plan, wall s")
+    for name, o in rows.items():
+        print(f"  {name:18s} {o.accuracy_at_budget:6.3f} {_fmt(o.buffer):>6s} {_fmt(o.age_s):>6s}  {o.plan:22s} "
+              f"{o.wall_s:5.1f}", flush=True)
+    fixed = {n: o.accuracy_at_budget for n, o in rows.items() if n.startswith("grid-") or n == "batch32-epoch1"}
+    if not fixed or "dynamite-online" not in rows:
+        return
+    best = max(fixed, key=lambda n: fixed[n])
+    online = rows["dynamite-online"].accuracy_at_budget
+    verdict = "above" if online > fixed[best] else "tied with" if online == fixed[best] else "below"
+    print(f"  online {online:.3f} is {verdict} the best fixed setting, {best} {fixed[best]:.3f} "
+          f"({len(fixed)} fixed settings)", flush=True)
 
 
 def report(dataset: str, seed: int, rows: dict[str, Outcome]) -> None:
