@@ -38,8 +38,8 @@ def all_finite(value: torch.Tensor) -> bool:
     number), so a finite sum settles it in one pass with no mask tensor; only a non-finite sum
     (a non-finite entry, or finite entries overflowing) needs the entry-wise check.
 
-    >>> all_finite(torch.tensor([1.0, 2.0])), all_finite(torch.tensor([3e38, 3e38])), all_finite(torch.tensor([1.0, float("nan")]))
-    (True, True, False)
+    >>> [all_finite(torch.tensor(v)) for v in ([1.0, 2.0], [3e38, 3e38], [1.0, float("nan")])]
+    [True, True, False]
     """
     return math.isfinite(float(value.sum())) or bool(torch.isfinite(value).all())
 
