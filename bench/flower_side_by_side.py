@@ -4,22 +4,29 @@ Same model, data partition (``build_federated_data``, IID, same seed), fixed bat
 learning rate, clients per round and rounds; both train with fedfit's trainer on one torch
 intra-op thread and evaluate the global model on the same test set after every round. Flower
 runs its own ``FedAvg`` (Message API, ``run_simulation`` on Ray, bound to 127.0.0.1, ``--num-cpus``
-CPUs, one per client actor); fedfit runs its orchestrator with the ``local`` executor (one
-process) on a fleet of always-online mains-powered devices (a CSV trace pins them online, cool
-and on Wi-Fi), so every invited device returns an update on both sides. ``--fedfit-executor process`` gives fedfit a pool of ``--num-cpus`` workers, as
-many processes as Flower's client actors.
+CPUs, one per client actor); fedfit runs its orchestrator on a fleet of always-online
+mains-powered devices (a CSV trace pins them online, cool and on Wi-Fi), so every invited device
+returns an update on both sides. Each entry of ``--sides`` is one row: ``fedfit`` (the executor
+``--fedfit-executor`` names, ``local`` by default: one process), ``fedfit:process`` (a pool of
+``--num-cpus`` workers, as many processes as Flower's client actors; results identical to
+``local``), ``fedfit:batched`` (a round's cohort trained as one vectorised op; results equal to
+``local`` within float rounding) and ``flower``.
 
 Each side runs in its own child process; the parent times the child from spawn to exit (the
-whole-process wall time, imports and Ray start-up included). Inside, the child times the round
-loop; per-client-update time = round-loop wall time / client updates.
+whole-process wall time, imports and Ray start-up included) and samples the CPU time (user +
+system) of its whole process tree: Ray's processes for Flower, pool workers for fedfit.
+Inside, the child times the round loop; per-client-update time = round-loop wall time / client
+updates. ``--profile FILE`` writes a cProfile of fedfit's round loop (``local`` rows only).
 
     PYTHONPATH=src python bench/flower_side_by_side.py                      # 100 clients x 10 x 20 rounds
     PYTHONPATH=src python bench/flower_side_by_side.py --clients 1000 --rounds 100   # FLUTE-style
+    PYTHONPATH=src python bench/flower_side_by_side.py --sides fedfit,fedfit:process,flower
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import subprocess
@@ -32,10 +39,13 @@ from typing import Any
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 os.environ["OMP_NUM_THREADS"] = "1"  # both sides, and Flower's Ray workers, which inherit it
 
+#: fedfit executors a row may run, and the rows ``--sides`` accepts.
+EXECUTORS = ("local", "process", "batched")
+SIDES = ("fedfit", *(f"fedfit:{e}" for e in EXECUTORS), "flower")
 ALWAYS_ON = "t_s,link,bandwidth_bps,online,temperature_c\n0,wifi,100000000,true,30\n"
 
 
-def fedfit_config(args: argparse.Namespace, trace: str) -> Any:
+def fedfit_config(args: argparse.Namespace, trace: str, executor: str) -> Any:
     from fedfit.config import parse_config
 
     return parse_config({
@@ -48,11 +58,11 @@ def fedfit_config(args: argparse.Namespace, trace: str) -> Any:
         "orchestration": {"rounds": args.rounds, "clients_per_round": args.per_round},
         "batching": {"mode": "fixed", "selection": "uniform"},
         "output": {"plots": False, "progress": False, "checkpoint_every": 0},
-        "simulation": {"executor": args.fedfit_executor, "workers": args.num_cpus},
+        "simulation": {"executor": executor, "workers": args.num_cpus},
     })
 
 
-def run_fedfit(args: argparse.Namespace) -> dict[str, float]:
+def run_fedfit(args: argparse.Namespace, executor: str) -> dict[str, float]:
     """fedfit's orchestrator over the simulated fleet; returns updates, loop seconds, accuracy."""
     import torch
 
@@ -62,15 +72,22 @@ def run_fedfit(args: argparse.Namespace) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "always_on.csv"
         trace.write_text(ALWAYS_ON)
-        config = fedfit_config(args, str(trace))
+        config = fedfit_config(args, str(trace), executor)
         updates, accuracy = 0, 0.0
+        profile = cProfile.Profile() if args.profile and executor == "local" else None
         with built(config) as exp:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            if profile is not None:
+                profile.enable()
             for outcome in exp.orchestrator.rounds(exp.initial_params):
                 updates += sum(1 for r in outcome.results if r.ok)
                 accuracy = float(outcome.report.accuracy or 0.0)
-            loop_s = time.perf_counter() - start
-    return {"updates": updates, "loop_s": loop_s, "accuracy": accuracy}
+            loop_s, loop_cpu_s = time.perf_counter() - start, time.process_time() - start_cpu
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(args.profile)
+    # loop_cpu_s: this process's CPU time in the loop (all of it for ``local``; the driver only otherwise)
+    return {"updates": updates, "loop_s": loop_s, "loop_cpu_s": loop_cpu_s, "accuracy": accuracy}
 
 
 def run_flower(args: argparse.Namespace) -> dict[str, float]:
@@ -138,39 +155,89 @@ def run_flower(args: argparse.Namespace) -> dict[str, float]:
     return seen
 
 
+def fedfit_executor(side: str, args: argparse.Namespace) -> str:
+    """The executor a ``fedfit`` or ``fedfit:EXECUTOR`` row runs."""
+    return side.partition(":")[2] or args.fedfit_executor
+
+
 def child(args: argparse.Namespace) -> None:
-    result = run_fedfit(args) if args.side == "fedfit" else run_flower(args)
+    side = args.side
+    result = run_flower(args) if side == "flower" else run_fedfit(args, fedfit_executor(side, args))
     print("RESULT " + json.dumps(result), flush=True)
 
 
+#: How often the parent samples the CPU time of a side's process tree (seconds).
+CPU_SAMPLE_S = 0.2
+
+
+def tree_cpu_s(proc: subprocess.Popen[str], seen: dict[int, float]) -> None:
+    """Record the user + system CPU seconds of ``proc`` and every descendant now (per pid, the
+    latest reading: Ray's GCS, raylet and workers for Flower, pool workers for fedfit)."""
+    import psutil
+
+    try:
+        root = psutil.Process(proc.pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return
+    for p in tree:
+        try:
+            t = p.cpu_times()
+            seen[p.pid] = max(seen.get(p.pid, 0.0), t.user + t.system)
+        except psutil.Error:
+            continue
+
+
 def measure_side(side: str, argv: list[str]) -> dict[str, float]:
-    """Run one side in a child process; its whole-process wall time and its own figures."""
+    """Run one side in a child process; its whole-process wall time, CPU time and own figures."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    seen: dict[int, float] = {}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "--side", side, *argv], env=env, text=True,
-                          capture_output=True, check=False)
-    whole_s = time.perf_counter() - start
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, __file__, "--side", side, *argv], env=env, text=True,
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        while proc.poll() is None:
+            tree_cpu_s(proc, seen)
+            time.sleep(CPU_SAMPLE_S)
+        whole_s = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
-        raise SystemExit(f"{side} side failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    return {**json.loads(lines[-1][7:]), "whole_s": whole_s}
+        raise SystemExit(f"{side} side failed (exit {proc.returncode}): {stderr.strip()[-2000:]}")
+    return {**json.loads(lines[-1][7:]), "whole_s": whole_s, "cpu_s": sum(seen.values())}
+
+
+def row_label(side: str, args: argparse.Namespace) -> str:
+    """A row's name in the table: the side and, for fedfit, its executor."""
+    if side == "flower":
+        return f"flower ({args.num_cpus} actors)"
+    executor = fedfit_executor(side, args)
+    return f"fedfit {executor}" + (f" ({args.num_cpus} workers)" if executor == "process" else "")
+
+
+def per_update(r: dict[str, float]) -> float:
+    return r["loop_s"] / max(r["updates"], 1)
 
 
 def table(results: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
+    """The results as a table, with each fedfit row's speed-up over Flower (target >= 5x)."""
     rows = [f"job: {args.clients} clients x {args.per_round} per round x {args.rounds} rounds, {args.model} on "
             f"{args.dataset} (IID, {args.max_train} train samples), batch {args.batch}, {args.epochs} epoch(s), "
-            f"torch threads 1; Flower on {args.num_cpus} Ray CPU(s), fedfit executor {args.fedfit_executor}"
-            f"{f' ({args.num_cpus} workers)' if args.fedfit_executor == 'process' else ''}; load average {os.getloadavg()[0]:.1f} "
-            f"on {os.cpu_count()} cores",
-            f"{'side':<8} {'updates':>8} {'loop s':>9} {'s/update':>9} {'process s':>10} {'final acc':>9}"]
+            f"torch threads 1, Flower on {args.num_cpus} Ray CPU(s); load average {os.getloadavg()[0]:.1f} "
+            f"at the end, {os.cpu_count()} cores",
+            f"{'row':<26} {'updates':>7} {'loop s':>8} {'s/update':>9} {'process s':>9} {'CPU s':>7} "
+            f"{'final acc':>9} {'x per update':>12} {'x process':>9}"]
+    flower = results.get("flower")
     for side, r in results.items():
-        rows.append(f"{side:<8} {int(r['updates']):>8} {r['loop_s']:>9.2f} {r['loop_s'] / max(r['updates'], 1):>9.4f} "
-                    f"{r['whole_s']:>10.2f} {r['accuracy']:>9.3f}")
-    if {"fedfit", "flower"} <= results.keys():
-        f, w = results["fedfit"], results["flower"]
-        per = (w["loop_s"] / max(w["updates"], 1)) / (f["loop_s"] / max(f["updates"], 1))
-        rows.append(f"Flower / fedfit: {per:.2f}x per client update, {w['whole_s'] / f['whole_s']:.2f}x whole process "
-                    f"(target >= 5x)")
+        per, ratio_u, ratio_p = per_update(r), "", ""
+        if flower is not None and side != "flower":
+            ratio_u, ratio_p = f"{per_update(flower) / per:.2f}x", f"{flower['whole_s'] / r['whole_s']:.2f}x"
+        rows.append(f"{row_label(side, args):<26} {int(r['updates']):>7} {r['loop_s']:>8.2f} {per:>9.4f} "
+                    f"{r['whole_s']:>9.2f} {r['cpu_s']:>7.1f} {r['accuracy']:>9.3f} {ratio_u:>12} {ratio_p:>9}")
+    rows.append("x = Flower's time / the row's time (target >= 5x per update and whole process); CPU s: user + "
+                f"system of the row's whole process tree, sampled every {CPU_SAMPLE_S} s")
     return "\n".join(rows)
 
 
@@ -189,11 +256,17 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--num-cpus", type=int, default=2,
                     help="Ray CPUs for Flower's simulation (and fedfit's pool workers with --fedfit-executor process)")
-    ap.add_argument("--fedfit-executor", default="local", choices=["local", "process"],
-                    help="fedfit's executor: local (one process) or process (a pool of --num-cpus workers)")
-    ap.add_argument("--sides", default="fedfit,flower")
-    ap.add_argument("--side", choices=["fedfit", "flower"], help=argparse.SUPPRESS)
+    ap.add_argument("--fedfit-executor", default="local", choices=list(EXECUTORS),
+                    help="the executor of a plain 'fedfit' row: local (one process), process (a pool of "
+                         "--num-cpus workers) or batched (vmap over a round's cohort)")
+    ap.add_argument("--sides", default="fedfit,flower",
+                    help="rows, comma-separated: fedfit, fedfit:local, fedfit:process, fedfit:batched, flower")
+    ap.add_argument("--profile", metavar="FILE", help="write a cProfile of fedfit's round loop (local rows)")
+    ap.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    bad = [side for side in args.sides.split(",") if side not in SIDES]
+    if bad:
+        ap.error(f"--sides: unknown row {bad[0]!r} (one of {', '.join(SIDES)})")
     raw = [a for a in (argv if argv is not None else sys.argv[1:])]
     passthrough = [a for i, a in enumerate(raw) if not (a.startswith("--side") or (i and raw[i - 1] == "--sides"))]
     return args, passthrough
@@ -204,7 +277,10 @@ def main() -> None:
     if args.side:
         child(args)
         return
-    results = {side: measure_side(side, passthrough) for side in args.sides.split(",")}
+    results = {}
+    for side in args.sides.split(","):
+        results[side] = measure_side(side, passthrough)
+        print(f"{row_label(side, args)}: {results[side]}", file=sys.stderr, flush=True)
     print(table(results, args))
 
 

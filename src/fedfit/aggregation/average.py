@@ -62,7 +62,7 @@ def masked_weighted_average(master: Params, contributions: Sequence[Contribution
             held = c.masks.get(name) if c.masks else None
             w = c.weight if held is None else c.weight * held.to(torch.float64)
             num += w * c.params[name].to(torch.float64)
-            den += w if held is not None else torch.full_like(den, c.weight)
+            den += w if held is not None else c.weight  # a scalar add: no weight-filled tensor
         new = torch.where(den > 0, num / den.clamp_min(1e-300), old.to(torch.float64))
         out[name] = new.to(old.dtype)
     return out

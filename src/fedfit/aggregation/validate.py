@@ -5,6 +5,8 @@ An update that fails is rejected and counted by the orchestrator, never averaged
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from fedfit.errors import UpdateRejected
@@ -25,8 +27,21 @@ def validate_params(master: Params, params: Params) -> None:
             raise UpdateRejected(f"parameter '{name}' has shape {tuple(shape)}, expected {tuple(ref.shape)}")
         if value.dtype != ref.dtype:
             raise UpdateRejected(f"parameter '{name}' has dtype {value.dtype}, expected {ref.dtype}")
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        if value.is_floating_point() and not all_finite(value):
             raise UpdateRejected(f"parameter '{name}' has non-finite values")
+
+
+def all_finite(value: torch.Tensor) -> bool:
+    """Whether every entry of the floating-point tensor ``value`` is finite.
+
+    A sum is finite only if every term is (a NaN or an infinity never sums back to a finite
+    number), so a finite sum settles it in one pass with no mask tensor; only a non-finite sum
+    (a non-finite entry, or finite entries overflowing) needs the entry-wise check.
+
+    >>> [all_finite(torch.tensor(v)) for v in ([1.0, 2.0], [3e38, 3e38], [1.0, float("nan")])]
+    [True, True, False]
+    """
+    return math.isfinite(float(value.sum())) or bool(torch.isfinite(value).all())
 
 
 def validate_masks(params: Params, masks: dict[str, torch.Tensor] | None) -> None:

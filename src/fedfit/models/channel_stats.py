@@ -60,13 +60,16 @@ def accumulate(stats: ChannelStats, groups: Sequence[WidthGroup], before: Params
         cmap: the update's coordinate map (units it did not hold score nothing).
         weight: the update's aggregation weight.
     """
-    scores = {name: s.clone() for name, s in stats.scores.items()}
+    scores = dict(stats.scores)  # each group's entry is replaced by a new tensor, never changed in place
     for g in groups:
         squared = torch.zeros(g.size, dtype=torch.float64)
         for ref in g.axes:
             if ref.param in after:
                 squared += _unit_norms(after[ref.param] - before[ref.param], ref.axis, ref.block, g.size)
-        held = torch.zeros(g.size, dtype=torch.bool)
-        held[cmap.kept.get(g.name, torch.arange(g.size))] = True
-        scores[g.name] = scores.get(g.name, torch.zeros(g.size, dtype=torch.float64)) + weight * squared.sqrt() * held
+        added = weight * squared.sqrt()
+        if g.name in cmap.kept:  # a slice of the group: the units it did not hold score nothing
+            held = torch.zeros(g.size, dtype=torch.bool)
+            held[cmap.kept[g.name]] = True
+            added = added * held
+        scores[g.name] = scores.get(g.name, torch.zeros(g.size, dtype=torch.float64)) + added
     return ChannelStats(scores, stats.updates + 1)

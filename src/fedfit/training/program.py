@@ -25,6 +25,21 @@ def _nothing() -> None:
     return None
 
 
+def clear_grads(opt: torch.optim.Optimizer) -> None:
+    """``opt.zero_grad(set_to_none=True)``: every gradient of ``opt``'s tensors set to ``None``.
+
+    For an optimiser that keeps PyTorch's ``zero_grad`` this sets them directly, without the
+    profiler scope and compiler guard PyTorch enters on every call (≈ 60 µs, a few percent of a
+    small model's step on one thread); an optimiser with its own ``zero_grad`` gets that called.
+    """
+    if type(opt).zero_grad is not torch.optim.Optimizer.zero_grad:
+        opt.zero_grad(set_to_none=True)
+        return
+    for group in opt.param_groups:
+        for tensor in group["params"]:
+            tensor.grad = None
+
+
 def loss_step(forward: Callable[[torch.Tensor], torch.Tensor]) -> MicroStep:
     """The usual micro-step: cross-entropy of ``forward(xs)``, scaled by the effective batch."""
     def step(xs: torch.Tensor, ys: torch.Tensor, n: int) -> torch.Tensor:
@@ -59,7 +74,7 @@ class Program:
 
     def zero_grad(self) -> None:
         for opt in self.optimizers:
-            opt.zero_grad(set_to_none=True)
+            clear_grads(opt)
 
     def step(self) -> None:
         for opt in self.optimizers:
