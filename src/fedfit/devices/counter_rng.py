@@ -12,13 +12,30 @@ asked for, which is what lets a device's state at time t be computed on demand.
 True
 >>> 0.0 <= uniform(1, 2, 3) < 1.0 and uniform(1, 2, 3) != uniform(1, 2, 4)
 True
+
+:func:`uniforms` and :func:`normals` compute the same numbers for arrays of keys at once (the
+tuple hash and the finaliser in numpy's wrapping 64-bit integers), bit for bit:
+
+>>> import numpy as np
+>>> uniforms(1, np.array([2, 5]), 3).tolist() == [uniform(1, 2, 3), uniform(1, 5, 3)]
+True
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 _MASK = (1 << 64) - 1
+#: CPython's integer hash modulus (2**61 - 1) and its tuple hash's xxHash primes.
+_MODULUS = (1 << 61) - 1
+_PRIME_1, _PRIME_2, _PRIME_5 = np.uint64(11400714785074694791), np.uint64(14029467366897019727), 2870177450012600261
+
+#: An array of keys (any integer dtype) or one key.
+Keys = int | npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 def _mix(z: int) -> int:
@@ -37,3 +54,43 @@ def normal(*keys: int) -> float:
     u1 = 1.0 - uniform(*keys, 0)  # in (0, 1]
     u2 = uniform(*keys, 1)
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+def _lane(key: Keys) -> npt.NDArray[np.uint64]:
+    """``hash(key)`` as an unsigned 64-bit lane, elementwise (``hash(-1)`` is -2 in CPython)."""
+    if isinstance(key, int):
+        return np.array(hash(key) & _MASK, dtype=np.uint64)
+    k = np.asarray(key, dtype=np.int64)
+    m = np.abs(k) % _MODULUS
+    h = np.where(k < 0, -m, m)
+    return np.where(h == -1, -2, h).astype(np.int64).view(np.uint64)
+
+
+def uniforms(*keys: Keys) -> FloatArray:
+    """``uniform`` of each key tuple, for keys given as broadcastable integer arrays (or ints)."""
+    with np.errstate(over="ignore"):  # 64-bit wrap-around is the hash's arithmetic
+        return _hashed(keys)
+
+
+def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
+    lanes = [_lane(k) for k in keys]
+    shape = np.broadcast_shapes(*(lane.shape for lane in lanes))
+    acc = np.full(shape, _PRIME_5, dtype=np.uint64)
+    for lane in lanes:
+        acc = acc + lane * _PRIME_2
+        acc = (acc << np.uint64(31)) | (acc >> np.uint64(33))
+        acc = acc * _PRIME_1
+    acc = acc + np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
+    acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
+    z = (acc ^ (acc >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def normals(*keys: Keys) -> FloatArray:
+    """``normal`` of each key tuple (the transcendental parts through :mod:`math`, as ``normal``)."""
+    u1, u2 = (1.0 - uniforms(*keys, 0)).tolist(), uniforms(*keys, 1).tolist()
+    log, sqrt, cos, tau = math.log, math.sqrt, math.cos, 2.0 * math.pi
+    return np.array([sqrt(-2.0 * log(a)) * cos(tau * b) for a, b in zip(u1, u2)], dtype=np.float64).reshape(
+        np.shape(u2))

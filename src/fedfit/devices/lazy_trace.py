@@ -261,6 +261,22 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             self._cache.move_to_end(device)
         return trace
 
+    def states_at(self, devices: Sequence[int], t_s: float) -> list[DeviceState]:
+        """``self[d].state_at(t_s)`` for each of ``devices``, lazy ones computed together
+        (:func:`fedfit.devices.lazy_batch.states_at`, per profile), equal to one by one."""
+        from fedfit.devices.lazy_batch import states_at  # it builds on this module
+
+        found: dict[int, DeviceState] = {}
+        groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
+        for device in devices:
+            if device in self._overrides:  # the user's CSV trace
+                found[device] = self._overrides[device].state_at(t_s)
+            else:
+                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(device)
+        for profile, ids in groups.values():
+            found.update(zip(ids, states_at(profile, self._params, self._seed, np.array(ids, dtype=np.int64), t_s)))
+        return [found[d] for d in devices]
+
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
     return math.exp(math.log(bounds[0]) + u * (math.log(bounds[1]) - math.log(bounds[0])))

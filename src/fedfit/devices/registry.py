@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fedfit.types import DeviceProfile, DeviceState, Failure, TaskResult
@@ -162,6 +162,16 @@ class Registry:
             return False
         entry.state, entry.state_at_s = state, at_s
         return True
+
+    def report_states(self, device_ids: Sequence[int], states: Sequence[DeviceState], at_s: float) -> None:
+        """:meth:`report_state` of each device with its state, all at virtual time ``at_s``."""
+        entries = self._entries
+        for device_id, state in zip(device_ids, states, strict=True):
+            entry = entries.get(device_id)
+            if entry is None:
+                raise KeyError(f"unknown device {device_id!r}")
+            if entry.state_at_s is None or at_s >= entry.state_at_s:
+                entry.state, entry.state_at_s = state, at_s
 
     def last_state(self, device_id: int) -> DeviceState | None:
         """The latest reported state; ``None`` if the device never reported."""

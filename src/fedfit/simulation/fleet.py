@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fedfit.devices import with_consumption
-from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
 from fedfit.cost.techniques import plan_payload_bytes
@@ -106,6 +106,8 @@ class SimulatedFleet:
         self._consumed_j = [0.0] * len(self._profiles)
         self._queue: EventQueue[tuple[PendingTask, Handle | None]] = EventQueue()
         self._busy: set[int] = set()
+        # The trace states (before consumption) of the last batch of snapshots, and their time.
+        self._snapshots: tuple[float, dict[int, DeviceState]] = (-1.0, {})
 
     def device_ids(self) -> list[int]:
         return list(range(len(self._profiles)))
@@ -124,8 +126,23 @@ class SimulatedFleet:
         return self._consumed_j[device_id]
 
     def snapshot(self, device_id: int, at_s: float) -> DeviceState:
-        state = self._traces[device_id].state_at(at_s)
+        at, held = self._snapshots
+        state = held.get(device_id) if at == at_s else None
+        if state is None:
+            state = self._traces[device_id].state_at(at_s)
         return with_consumption(state, self._profiles[device_id], self._consumed_j[device_id])
+
+    def snapshot_many(self, devices: Sequence[int], at_s: float) -> list[DeviceState]:
+        """``snapshot(d, at_s)`` of each of ``devices``; lazy traces are computed together, and
+        kept until another time is asked for (dispatch at the same time reads them again)."""
+        traces = self._traces
+        if isinstance(traces, LazyTraces):
+            states = traces.states_at(devices, at_s)
+        else:
+            states = [traces[d].state_at(at_s) for d in devices]
+        self._snapshots = (at_s, dict(zip(devices, states)))
+        profiles, used = self._profiles, self._consumed_j
+        return [with_consumption(s, profiles[d], used[d]) for d, s in zip(devices, states)]
 
     def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
         device = plan.device_id

@@ -1,0 +1,199 @@
+"""Lazy device state for many devices at once: :class:`~fedfit.devices.lazy_trace.LazyTrace`'s
+``state_at`` for an array of device ids of one profile at one time, in numpy.
+
+The same keyed draws (:func:`~fedfit.devices.counter_rng.uniforms`) and the same float
+operations in the same order as the scalar path, so every state equals the one
+``LazyTrace(profile, params, seed, device).state_at(t)`` gives, bit for bit; only the battery's
+play-forward through its charge sessions stays a loop per device (a few float steps, its
+sessions drawn here in one go). A round's candidates cost a few numpy passes instead of ~40
+keyed hashes each in Python.
+
+>>> from fedfit.devices.catalogue import tier
+>>> from fedfit.devices.lazy_trace import LazyTrace
+>>> from fedfit.devices.trace_params import TraceParams
+>>> profile, params = tier("midrange_phone"), TraceParams()
+>>> states = states_at(profile, params, 3, np.array([4, 9]), 7200.0)
+>>> states == [LazyTrace(profile, params, 3, d).state_at(7200.0) for d in (4, 9)]
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from fedfit.devices import generators as gen
+from fedfit.devices.counter_rng import FloatArray, normals, uniforms
+from fedfit.devices.lazy_battery import _ANCHOR, _NIGHTLY, _PLUGIN, DAY_S, battery_at
+from fedfit.devices.lazy_trace import (
+    _AVAILABILITY, _BATTERY, _DEPOT, _HABITS, _HEAT, _LOWBAND_IN_COVERAGE, _MEMORY, _MOBILE_CDF, _NETWORK,
+    LINK_BLOCK_S,
+)
+from fedfit.devices.trace_params import TierBehaviour, TraceParams
+from fedfit.devices.traces import thermal_of
+from fedfit.types import DeviceProfile, DeviceState, Link
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntArray, t_s: float) -> list[DeviceState]:
+    """The states of devices ``ids`` (all of ``profile``) at virtual time ``t_s``, before consumption.
+
+    Raises:
+        ValueError: ``t_s`` is negative or not finite, or an id is negative.
+    """
+    if not math.isfinite(t_s) or t_s < 0:
+        raise ValueError(f"virtual time must be finite and >= 0, got {t_s!r}")
+    if len(ids) and int(ids.min()) < 0:
+        raise ValueError(f"device ids must be >= 0, got {int(ids.min())}")
+    t = math.floor(t_s / params.step_s) * params.step_s
+    behaviour = params.behaviour(profile.tier)
+    offset_h = params.habit_sd_h * normals(seed, ids, _HABITS)
+    share = _app_share(params, seed, ids, t)
+    code, bps = _link(profile, params, behaviour, seed, ids, t, offset_h)
+    online = _willing(params, behaviour, seed, ids, t, offset_h) & (code != gen.OFFLINE)
+    levels: list[float | None] = [None] * len(ids)
+    charging: list[bool | None] = [None] * len(ids)
+    if profile.battery_capacity_j is not None:
+        planned = _sessions(params, behaviour, seed, ids, t, offset_h)
+        anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, math.floor(t / DAY_S) - 1).tolist()
+        for i, device in enumerate(ids.tolist()):
+            levels[i], charging[i] = battery_at((seed, device, _BATTERY), t, params, behaviour, planned[i], anchors[i])
+        online &= np.array([level is not None and level > 0 for level in levels], dtype=np.bool_)
+    heating = np.array([bool(c) and behaviour.energy == "nightly" for c in charging], dtype=np.bool_)
+    temps = _temperature(params, behaviour, seed, ids, t, share, heating).tolist()
+    free = np.floor(profile.training_memory_bytes * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).tolist()
+    cpu = np.minimum(1.0, 0.05 + 1.5 * share).tolist()
+    links = [gen.LINKS[c] for c in code.tolist()]
+    return [DeviceState(free_memory_bytes=int(free[i]), battery_fraction=levels[i], charging=charging[i],
+                        temperature_c=temps[i], thermal=thermal_of(temps[i], params), link=links[i],
+                        bandwidth_bps=b, online=o, cpu_utilisation=cpu[i])
+            for i, (b, o) in enumerate(zip(bps.tolist(), online.tolist()))]
+
+
+def _app_share(p: TraceParams, seed: int, ids: IntArray, t: float) -> FloatArray:
+    cycle_s = p.app_mean_on_s + p.app_mean_off_s
+    p_on = p.app_mean_on_s / cycle_s
+    lo, hi = p.app_share
+    share = np.zeros(len(ids))
+    for slot in range(p.app_slots):
+        x = t / cycle_s + uniforms(seed, ids, _MEMORY, slot, -1)
+        cycle = np.floor(x)
+        drawn = lo + (hi - lo) * uniforms(seed, ids, _MEMORY, slot, cycle.astype(np.int64))
+        share = np.where(x - cycle < p_on, share + drawn, share)
+    return share
+
+
+def _willing(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float,
+             offset_h: FloatArray) -> BoolArray:
+    run_s = p.online_mean_run_s
+    phase = uniforms(seed, ids, _AVAILABILITY, -1)
+    block = np.floor(t / run_s + phase)
+    start_h = (block - phase) * run_s / 3600.0
+    wanted = [gen._willing_share(behaviour, h) for h in (start_h - offset_h).tolist()]
+    return uniforms(seed, ids, _AVAILABILITY, block.astype(np.int64)) < np.array(wanted)
+
+
+def _link(profile: DeviceProfile, p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float,
+          offset_h: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Link codes (into ``generators.LINKS``) and bandwidths."""
+    radios = profile.radios
+    block = np.floor(t / LINK_BLOCK_S + uniforms(seed, ids, _NETWORK, -1)).astype(np.int64)
+    u = uniforms(seed, ids, _NETWORK, block)
+    if behaviour.network == "lowband":
+        states = np.where(u < _LOWBAND_IN_COVERAGE, -1, 3)  # -1: low-band cellular, 3: offline
+    else:
+        states = np.minimum(np.searchsorted(np.array(_MOBILE_CDF), u, side="right"), len(_MOBILE_CDF) - 1)
+        if behaviour.network == "vehicle":
+            states = np.where(states == 0, 1, states)  # no Wi-Fi on the road
+    rules = {s: gen._mobile_link(s, radios, p) for s in range(len(_MOBILE_CDF))}
+    rules[-1] = (gen.CELLULAR, p.lowband_bps)
+    rules = {s: (gen.OFFLINE, None) if c == gen.CELLULAR and Link.CELLULAR not in radios else (c, b)
+             for s, (c, b) in rules.items()}
+    code = np.array([rules[s][0] for s in states.tolist()], dtype=np.int64)
+    drawn = uniforms(seed, ids, _NETWORK, block, 1).tolist()
+    bps = np.array([0.0 if (b := rules[s][1]) is None else _log_uniform(v, b)
+                    for s, v in zip(states.tolist(), drawn)])
+    if behaviour.network == "vehicle" and Link.WIFI in radios:
+        depot = _at_depot(p, seed, ids, t, offset_h)
+        day = math.floor(t / 86400.0)
+        depot_u = uniforms(seed, ids, _NETWORK, _DEPOT, day + 1).tolist()
+        depot_bps = np.array([_log_uniform(v, p.wifi_bps) for v in depot_u])
+        code, bps = np.where(depot, gen.WIFI, code), np.where(depot, depot_bps, bps)
+    return code, bps
+
+
+def _at_depot(p: TraceParams, seed: int, ids: IntArray, t: float, offset_h: FloatArray) -> BoolArray:
+    first_h, last_h = p.depot_hours
+    day = math.floor(t / 86400.0)
+    found = np.zeros(len(ids), dtype=np.bool_)
+    for d in (day - 1, day):
+        there = uniforms(seed, ids, _NETWORK, _DEPOT, d, 0) < p.depot_wifi_probability
+        start_h = 24.0 * d + first_h + offset_h + 0.5 * normals(seed, ids, _NETWORK, _DEPOT, d)
+        found |= there & (start_h * 3600.0 <= t) & (t < (start_h + last_h - first_h) * 3600.0)
+    return found
+
+
+def _sessions(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float,
+              offset_h: FloatArray) -> list[tuple[tuple[float, float], ...]]:
+    """``lazy_battery.sessions`` of every device for ``t``'s day."""
+    day = math.floor(t / DAY_S)
+    found: list[list[tuple[float, float]]] = [[] for _ in range(len(ids))]
+    for d in range(day - 2, day + 1):
+        _add_windows(found, p, behaviour, seed, ids, d, offset_h)
+        if behaviour.energy == "nightly":
+            _add_plugins(found, p, seed, ids, d)
+    return [tuple(sorted(f)) for f in found]
+
+
+def _add_windows(found: list[list[tuple[float, float]]], p: TraceParams, behaviour: TierBehaviour, seed: int,
+                 ids: IntArray, d: int, offset_h: FloatArray) -> None:
+    """Each device's bedtime (or harvesting) session of day ``d``, where it has one."""
+    has = (uniforms(seed, ids, _BATTERY, _NIGHTLY, d, 0) < p.nightly_probability).tolist()
+    if behaviour.energy == "harvest":
+        lo, hi = p.harvest_hours
+        start_h, length_h = 24.0 * d + lo + offset_h, np.full(len(ids), hi - lo)
+    else:
+        lo, hi = p.nightly_duration_h
+        start_h = 24.0 * d + p.nightly_start_h + offset_h + p.nightly_start_sd_h * normals(
+            seed, ids, _BATTERY, _NIGHTLY, d)
+        length_h = lo + (hi - lo) * uniforms(seed, ids, _BATTERY, _NIGHTLY, d, 1)
+    starts, ends = (start_h * 3600.0).tolist(), ((start_h + length_h) * 3600.0).tolist()
+    for i in (i for i, h in enumerate(has) if h):
+        found[i].append((starts[i], ends[i]))
+
+
+def _add_plugins(found: list[list[tuple[float, float]]], p: TraceParams, seed: int, ids: IntArray, d: int) -> None:
+    """Each device's Poisson top-ups of day ``d`` (count by inversion of the Poisson CDF)."""
+    u, mean = uniforms(seed, ids, _BATTERY, _PLUGIN, d, -1), p.plugins_per_day
+    count, prob = np.zeros(len(ids), dtype=np.int64), math.exp(-mean)
+    cdf, n = prob, 0
+    while n < 50 and bool((u > cdf).any()):  # the scalar loop's steps, taken by every device still above
+        n += 1
+        count = np.where(u > cdf, n, count)
+        prob *= mean / n
+        cdf += prob
+    lo, hi = p.plugin_duration_s
+    for i in range(int(count.max()) if len(ids) else 0):
+        some = count > i
+        who = ids[some]
+        starts = ((d + uniforms(seed, who, _BATTERY, _PLUGIN, d, i)) * DAY_S).tolist()
+        lengths = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, d, i, 1)).tolist()
+        for j, k in enumerate(np.flatnonzero(some).tolist()):
+            found[k].append((starts[j], starts[j] + lengths[j]))
+
+
+def _temperature(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float, share: FloatArray,
+                 charging: BoolArray) -> FloatArray:
+    steady = behaviour.ambient_c + p.ambient_sd_c * normals(seed, ids, _HEAT, -1)
+    steady = steady + (p.use_heat_c * np.minimum(share, 1.0) + np.where(charging, p.charging_heat_c, 0.0))
+    keep = 1.0 - p.heat_reversion
+    stationary_sd = p.heat_noise_c / math.sqrt(1.0 - keep * keep) if keep < 1.0 else p.heat_noise_c
+    return steady + stationary_sd * normals(seed, ids, _HEAT, math.floor(t / p.step_s))
+
+
+def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
+    return math.exp(math.log(bounds[0]) + u * (math.log(bounds[1]) - math.log(bounds[0])))
