@@ -61,3 +61,14 @@ def test_lazy_traces_answer_mixed_profiles_and_csv_overrides_in_order() -> None:
 
     assert got == [traces[d].state_at(5000.0) for d in devices]
     assert got[1] == override.state_at(5000.0)
+
+
+def test_batched_states_at_one_time_per_device_equal_scalar_states() -> None:
+    params, rng = TraceParams(), np.random.default_rng(2)
+    for name in ("midrange_phone", "vehicle_computer", "sensor_mcu"):
+        ids = rng.integers(0, 500_000, 300)
+        times = rng.uniform(0.0, 5 * 86400.0, 300)
+        expected = [LazyTrace(TIERS[name], params, 9, int(d)).state_at(float(t)) for d, t in zip(ids, times)]
+        assert states_at(TIERS[name], params, 9, ids, times) == expected
+        assert [s.online for s in expected] == [LazyTrace(TIERS[name], params, 9, int(d)).online_at(float(t))
+                                                 for d, t in zip(ids, times)]

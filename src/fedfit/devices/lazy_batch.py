@@ -39,17 +39,20 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntArray, t_s: float) -> list[DeviceState]:
-    """The states of devices ``ids`` (all of ``profile``) at virtual time ``t_s``, before consumption.
+def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntArray,
+              t_s: float | FloatArray) -> list[DeviceState]:
+    """The states of devices ``ids`` (all of ``profile``) at virtual time ``t_s`` (one time, or
+    one per device), before consumption.
 
     Raises:
-        ValueError: ``t_s`` is negative or not finite, or an id is negative.
+        ValueError: a time is negative or not finite, or an id is negative.
     """
-    if not math.isfinite(t_s) or t_s < 0:
+    times = np.broadcast_to(np.asarray(t_s, dtype=np.float64), ids.shape)
+    if not bool(np.isfinite(times).all()) or bool((times < 0).any()):
         raise ValueError(f"virtual time must be finite and >= 0, got {t_s!r}")
     if len(ids) and int(ids.min()) < 0:
         raise ValueError(f"device ids must be >= 0, got {int(ids.min())}")
-    t = math.floor(t_s / params.step_s) * params.step_s
+    t = np.floor(times / params.step_s) * params.step_s
     behaviour = params.behaviour(profile.tier)
     offset_h = params.habit_sd_h * normals(seed, ids, _HABITS)
     share = _app_share(params, seed, ids, t)
@@ -59,9 +62,9 @@ def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntAr
     charging: list[bool | None] = [None] * len(ids)
     if profile.battery_capacity_j is not None:
         planned = _sessions(params, behaviour, seed, ids, t, offset_h)
-        anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, math.floor(t / DAY_S) - 1).tolist()
-        for i, device in enumerate(ids.tolist()):
-            levels[i], charging[i] = battery_at((seed, device, _BATTERY), t, params, behaviour, planned[i], anchors[i])
+        anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, _floor(t / DAY_S) - 1).tolist()
+        for i, (device, at) in enumerate(zip(ids.tolist(), t.tolist())):
+            levels[i], charging[i] = battery_at((seed, device, _BATTERY), at, params, behaviour, planned[i], anchors[i])
         online &= np.array([level is not None and level > 0 for level in levels], dtype=np.bool_)
     heating = np.array([bool(c) and behaviour.energy == "nightly" for c in charging], dtype=np.bool_)
     temps = _temperature(params, behaviour, seed, ids, t, share, heating).tolist()
@@ -74,7 +77,11 @@ def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntAr
             for i, (b, o) in enumerate(zip(bps.tolist(), online.tolist()))]
 
 
-def _app_share(p: TraceParams, seed: int, ids: IntArray, t: float) -> FloatArray:
+def _floor(x: FloatArray) -> IntArray:
+    return np.floor(x).astype(np.int64)
+
+
+def _app_share(p: TraceParams, seed: int, ids: IntArray, t: FloatArray) -> FloatArray:
     cycle_s = p.app_mean_on_s + p.app_mean_off_s
     p_on = p.app_mean_on_s / cycle_s
     lo, hi = p.app_share
@@ -87,7 +94,7 @@ def _app_share(p: TraceParams, seed: int, ids: IntArray, t: float) -> FloatArray
     return share
 
 
-def _willing(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float,
+def _willing(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
              offset_h: FloatArray) -> BoolArray:
     run_s = p.online_mean_run_s
     phase = uniforms(seed, ids, _AVAILABILITY, -1)
@@ -97,7 +104,7 @@ def _willing(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray,
     return uniforms(seed, ids, _AVAILABILITY, block.astype(np.int64)) < np.array(wanted)
 
 
-def _link(profile: DeviceProfile, p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float,
+def _link(profile: DeviceProfile, p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
           offset_h: FloatArray) -> tuple[IntArray, FloatArray]:
     """Link codes (into ``generators.LINKS``) and bandwidths."""
     radios = profile.radios
@@ -119,16 +126,15 @@ def _link(profile: DeviceProfile, p: TraceParams, behaviour: TierBehaviour, seed
                     for s, v in zip(states.tolist(), drawn)])
     if behaviour.network == "vehicle" and Link.WIFI in radios:
         depot = _at_depot(p, seed, ids, t, offset_h)
-        day = math.floor(t / 86400.0)
-        depot_u = uniforms(seed, ids, _NETWORK, _DEPOT, day + 1).tolist()
+        depot_u = uniforms(seed, ids, _NETWORK, _DEPOT, _floor(t / 86400.0) + 1).tolist()
         depot_bps = np.array([_log_uniform(v, p.wifi_bps) for v in depot_u])
         code, bps = np.where(depot, gen.WIFI, code), np.where(depot, depot_bps, bps)
     return code, bps
 
 
-def _at_depot(p: TraceParams, seed: int, ids: IntArray, t: float, offset_h: FloatArray) -> BoolArray:
+def _at_depot(p: TraceParams, seed: int, ids: IntArray, t: FloatArray, offset_h: FloatArray) -> BoolArray:
     first_h, last_h = p.depot_hours
-    day = math.floor(t / 86400.0)
+    day = _floor(t / 86400.0)
     found = np.zeros(len(ids), dtype=np.bool_)
     for d in (day - 1, day):
         there = uniforms(seed, ids, _NETWORK, _DEPOT, d, 0) < p.depot_wifi_probability
@@ -137,12 +143,12 @@ def _at_depot(p: TraceParams, seed: int, ids: IntArray, t: float, offset_h: Floa
     return found
 
 
-def _sessions(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float,
+def _sessions(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
               offset_h: FloatArray) -> list[tuple[tuple[float, float], ...]]:
-    """``lazy_battery.sessions`` of every device for ``t``'s day."""
-    day = math.floor(t / DAY_S)
+    """``lazy_battery.sessions`` of every device for its ``t``'s day."""
+    day = _floor(t / DAY_S)
     found: list[list[tuple[float, float]]] = [[] for _ in range(len(ids))]
-    for d in range(day - 2, day + 1):
+    for d in (day - 2, day - 1, day):
         _add_windows(found, p, behaviour, seed, ids, d, offset_h)
         if behaviour.energy == "nightly":
             _add_plugins(found, p, seed, ids, d)
@@ -150,7 +156,7 @@ def _sessions(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray
 
 
 def _add_windows(found: list[list[tuple[float, float]]], p: TraceParams, behaviour: TierBehaviour, seed: int,
-                 ids: IntArray, d: int, offset_h: FloatArray) -> None:
+                 ids: IntArray, d: IntArray, offset_h: FloatArray) -> None:
     """Each device's bedtime (or harvesting) session of day ``d``, where it has one."""
     has = (uniforms(seed, ids, _BATTERY, _NIGHTLY, d, 0) < p.nightly_probability).tolist()
     if behaviour.energy == "harvest":
@@ -166,7 +172,8 @@ def _add_windows(found: list[list[tuple[float, float]]], p: TraceParams, behavio
         found[i].append((starts[i], ends[i]))
 
 
-def _add_plugins(found: list[list[tuple[float, float]]], p: TraceParams, seed: int, ids: IntArray, d: int) -> None:
+def _add_plugins(found: list[list[tuple[float, float]]], p: TraceParams, seed: int, ids: IntArray,
+                 d: IntArray) -> None:
     """Each device's Poisson top-ups of day ``d`` (count by inversion of the Poisson CDF)."""
     u, mean = uniforms(seed, ids, _BATTERY, _PLUGIN, d, -1), p.plugins_per_day
     count, prob = np.zeros(len(ids), dtype=np.int64), math.exp(-mean)
@@ -179,20 +186,20 @@ def _add_plugins(found: list[list[tuple[float, float]]], p: TraceParams, seed: i
     lo, hi = p.plugin_duration_s
     for i in range(int(count.max()) if len(ids) else 0):
         some = count > i
-        who = ids[some]
-        starts = ((d + uniforms(seed, who, _BATTERY, _PLUGIN, d, i)) * DAY_S).tolist()
-        lengths = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, d, i, 1)).tolist()
+        who, day = ids[some], d[some]
+        starts = ((day + uniforms(seed, who, _BATTERY, _PLUGIN, day, i)) * DAY_S).tolist()
+        lengths = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, day, i, 1)).tolist()
         for j, k in enumerate(np.flatnonzero(some).tolist()):
             found[k].append((starts[j], starts[j] + lengths[j]))
 
 
-def _temperature(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: float, share: FloatArray,
+def _temperature(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray, share: FloatArray,
                  charging: BoolArray) -> FloatArray:
     steady = behaviour.ambient_c + p.ambient_sd_c * normals(seed, ids, _HEAT, -1)
     steady = steady + (p.use_heat_c * np.minimum(share, 1.0) + np.where(charging, p.charging_heat_c, 0.0))
     keep = 1.0 - p.heat_reversion
     stationary_sd = p.heat_noise_c / math.sqrt(1.0 - keep * keep) if keep < 1.0 else p.heat_noise_c
-    return steady + stationary_sd * normals(seed, ids, _HEAT, math.floor(t / p.step_s))
+    return steady + stationary_sd * normals(seed, ids, _HEAT, _floor(t / p.step_s))
 
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:

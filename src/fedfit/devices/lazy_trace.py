@@ -261,21 +261,26 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             self._cache.move_to_end(device)
         return trace
 
-    def states_at(self, devices: Sequence[int], t_s: float) -> list[DeviceState]:
-        """``self[d].state_at(t_s)`` for each of ``devices``, lazy ones computed together
-        (:func:`fedfit.devices.lazy_batch.states_at`, per profile), equal to one by one."""
+    def states_at(self, devices: Sequence[int], t_s: float | Sequence[float]) -> list[DeviceState]:
+        """``self[d].state_at(t)`` for each of ``devices`` at ``t_s`` (one time, or one per
+        device), lazy ones computed together (:func:`fedfit.devices.lazy_batch.states_at`, per
+        profile), equal to one by one."""
         from fedfit.devices.lazy_batch import states_at  # it builds on this module
 
-        found: dict[int, DeviceState] = {}
+        times = [float(t_s)] * len(devices) if isinstance(t_s, (int, float)) else list(t_s)
+        found: list[DeviceState | None] = [None] * len(devices)
         groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
-        for device in devices:
+        for i, device in enumerate(devices):
             if device in self._overrides:  # the user's CSV trace
-                found[device] = self._overrides[device].state_at(t_s)
+                found[i] = self._overrides[device].state_at(times[i])
             else:
-                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(device)
-        for profile, ids in groups.values():
-            found.update(zip(ids, states_at(profile, self._params, self._seed, np.array(ids, dtype=np.int64), t_s)))
-        return [found[d] for d in devices]
+                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
+        for profile, rows in groups.values():
+            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            at = np.array([times[i] for i in rows], dtype=np.float64)
+            for i, state in zip(rows, states_at(profile, self._params, self._seed, ids, at)):
+                found[i] = state
+        return [s for s in found if s is not None]
 
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
