@@ -52,10 +52,10 @@ def test_batched_states_reject_bad_input() -> None:
 
 def test_lazy_traces_answer_mixed_profiles_and_csv_overrides_in_order() -> None:
     params = TraceParams()
-    profiles = [TIERS[n] for n in ("flagship_phone", "smartwatch", "sensor_mcu")] * 10
+    profiles = [TIERS[n] for n in ("flagship_phone", "smartwatch", "sensor_mcu")] * 10 + [TIERS["tablet"]] * 40
     override = LazyTrace(TIERS["tablet"], params, 99, 3)  # any StateTrace stands in for a CSV trace
     traces = LazyTraces(profiles, params, seed=2, overrides={4: override})  # type: ignore[dict-item]
-    devices = [29, 4, 0, 13, 4, 7]
+    devices = [29, 4, 0, 13, 4, 7, *range(30, 70)]  # a few (one by one) and many (together)
 
     got = traces.states_at(devices, 5000.0)
 

@@ -56,11 +56,14 @@ def normal(*keys: int) -> float:
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-def _lane(key: Keys) -> npt.NDArray[np.uint64]:
-    """``hash(key)`` as an unsigned 64-bit lane, elementwise (``hash(-1)`` is -2 in CPython)."""
-    if isinstance(key, int):
-        return np.array(hash(key) & _MASK, dtype=np.uint64)
+_S11, _S27, _S30, _S31, _S33 = (np.uint64(n) for n in (11, 27, 30, 31, 33))
+
+
+def _array_lane(key: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    """``hash(k) & _MASK`` of each element (CPython: ``n mod (2**61 - 1)`` keeping the sign, -1 → -2)."""
     k = np.asarray(key, dtype=np.int64)
+    if k.size == 0 or (int(k.min()) >= 0 and int(k.max()) < _MODULUS):
+        return k.view(np.uint64)
     m = np.abs(k) % _MODULUS
     h = np.where(k < 0, -m, m)
     return np.where(h == -1, -2, h).astype(np.int64).view(np.uint64)
@@ -73,19 +76,30 @@ def uniforms(*keys: Keys) -> FloatArray:
 
 
 def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
-    lanes = [_lane(k) for k in keys]
-    shape = np.broadcast_shapes(*(lane.shape for lane in lanes))
-    acc = np.full(shape, _PRIME_5, dtype=np.uint64)
-    for lane in lanes:
-        acc = acc + lane * _PRIME_2
-        acc = (acc << np.uint64(31)) | (acc >> np.uint64(33))
-        acc = acc * _PRIME_1
-    acc = acc + np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
-    acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
-    z = (acc ^ (acc >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    acc: int | npt.NDArray[np.uint64] = _PRIME_5  # a Python int until the first array key
+    for key in keys:
+        if isinstance(key, int):
+            lane = (hash(key) & _MASK) * int(_PRIME_2) & _MASK
+            if isinstance(acc, int):
+                acc = (acc + lane) & _MASK
+                acc = ((acc << 31) | (acc >> 33)) & _MASK
+                acc = acc * int(_PRIME_1) & _MASK
+                continue
+            acc += np.uint64(lane)
+        else:
+            lanes = _array_lane(key) * _PRIME_2
+            acc = lanes + (np.uint64(acc) if isinstance(acc, int) else acc)
+        acc = (acc << _S31) | (acc >> _S33)
+        acc *= _PRIME_1
+    if isinstance(acc, int):
+        return np.array(uniform(*(int(k) for k in keys)))
+    acc += np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
+    if bool((acc == np.uint64(_MASK)).any()):
+        acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
+    z = (acc ^ (acc >> _S30)) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _S27)) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> _S31
+    return (z >> _S11).astype(np.float64) * (1.0 / (1 << 53))
 
 
 def normals(*keys: Keys) -> FloatArray:

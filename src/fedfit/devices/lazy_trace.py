@@ -40,6 +40,8 @@ from fedfit.devices.traces import DeviceTrace, thermal_of, with_consumption
 from fedfit.types import DeviceProfile, DeviceState, Link
 
 _HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)
+#: Devices of one profile from which :meth:`LazyTraces.states_at` computes them together.
+BATCH_FROM = 16
 #: Seconds per block of the lazily drawn link.
 LINK_BLOCK_S = 1800.0
 _DEPOT = -7
@@ -276,6 +278,10 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             else:
                 groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
         for profile, rows in groups.values():
+            if len(rows) < BATCH_FROM:  # a few numpy passes cost more than a few devices one by one
+                for i in rows:
+                    found[i] = self[devices[i]].state_at(times[i])
+                continue
             ids = np.array([devices[i] for i in rows], dtype=np.int64)
             at = np.array([times[i] for i in rows], dtype=np.float64)
             for i, state in zip(rows, states_at(profile, self._params, self._seed, ids, at)):
