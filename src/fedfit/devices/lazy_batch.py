@@ -26,7 +26,9 @@ import numpy.typing as npt
 
 from fedfit.devices import generators as gen
 from fedfit.devices.counter_rng import FloatArray, normals, uniforms
-from fedfit.devices.lazy_battery import _ANCHOR, _NIGHTLY, _PLUGIN, DAY_S, battery_at
+from fedfit.devices.lazy_battery import (
+    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, _geometric_wait, _plug_length_s, battery_at, mean_app_share,
+)
 from fedfit.devices.lazy_trace import (
     _AVAILABILITY, _BATTERY, _DEPOT, _HABITS, _HEAT, _LOWBAND_IN_COVERAGE, _MEMORY, _MOBILE_CDF, _NETWORK,
     LINK_BLOCK_S,
@@ -62,10 +64,10 @@ def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntAr
     charging: list[bool | None] = [None] * len(ids)
     if profile.battery_capacity_j is not None:
         planned = _sessions(params, behaviour, seed, ids, t, offset_h)
-        anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, _floor(t / DAY_S) - 1).tolist()
-        for i, (device, at) in enumerate(zip(ids.tolist(), t.tolist())):
-            levels[i], charging[i] = battery_at((seed, device, _BATTERY), at, params, behaviour, planned[i], anchors[i])
-        online &= np.array([level is not None and level > 0 for level in levels], dtype=np.bool_)
+        anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, _floor(t / DAY_S) - 1)
+        level, charge = _batteries(params, behaviour, seed, ids, t, planned, anchors)
+        levels, charging = list(level.tolist()), list(charge.tolist())
+        online &= level > 0
     heating = np.array([bool(c) and behaviour.energy == "nightly" for c in charging], dtype=np.bool_)
     temps = _temperature(params, behaviour, seed, ids, t, share, heating).tolist()
     free = np.floor(profile.training_memory_bytes * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).tolist()
@@ -191,6 +193,83 @@ def _add_plugins(found: list[list[tuple[float, float]]], p: TraceParams, seed: i
         lengths = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, day, i, 1)).tolist()
         for j, k in enumerate(np.flatnonzero(some).tolist()):
             found[k].append((starts[j], starts[j] + lengths[j]))
+
+
+def _batteries(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
+               planned: list[tuple[tuple[float, float], ...]], anchors: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """``lazy_battery.battery_at`` of every device: its sessions played forward together, one
+    session a pass. A user's reaction to a low battery (a top-up session inserted mid-play) is
+    held as each device's one extra session; a device that would need a second one while the
+    first still waits is played by ``battery_at`` itself."""
+    n, nightly = len(ids), behaviour.energy == "nightly"
+    starts, ends = _padded(planned)
+    lo, hi = p.start_battery
+    level, now = lo + (hi - lo) * anchors, (_floor(t / DAY_S) - 1) * DAY_S
+    drain = behaviour.drain_per_h / 3600.0 * (0.5 + 3.5 * mean_app_share(p))
+    gain = behaviour.charge_per_h / 3600.0
+    found, charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
+    active, armed, scalar = np.ones(n, dtype=np.bool_), np.full(n, nightly), np.zeros(n, dtype=np.bool_)
+    at, rows = np.zeros(n, dtype=np.int64), np.arange(n)
+    extra, extra_start, extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
+        while active.any():
+            col = np.minimum(at, starts.shape[1] - 1)  # a finished device may point past its last
+            listed_start, listed_end = starts[rows, col], ends[rows, col]
+            take_extra = extra & ((extra_start < listed_start) | ((extra_start == listed_start) & (extra_end < listed_end)))
+            start = np.maximum(np.where(take_extra, extra_start, listed_start), now)
+            end = np.maximum(np.where(take_extra, extra_end, listed_end), now)
+            if nightly and drain > 0:
+                low_at = now + np.maximum(0.0, level - p.low_battery) / drain
+                hit = active & armed & (low_at < np.minimum(start, t))
+                scalar |= hit & extra  # a second reaction while one waits (or is the session popped)
+                active &= ~(hit & scalar)
+                for i in np.flatnonzero(hit & active).tolist():  # the session popped stays pending
+                    key, low = (seed, int(ids[i]), _BATTERY), float(low_at[i])
+                    plug = low + _geometric_wait(key, low, p) * p.step_s
+                    extra[i], extra_start[i] = True, plug
+                    extra_end[i] = plug + _plug_length_s(*key, _REACT, int(low // p.step_s), params=p)
+                armed &= ~hit
+                moving = active & ~hit
+            else:
+                moving = active
+            at += moving & ~take_extra
+            extra &= ~(moving & take_extra)
+            before = moving & (t < start)
+            found = np.where(before, np.maximum(0.0, level - drain * (t - now)), found)
+            drained = np.maximum(0.0, level - drain * (start - now))
+            within = moving & ~before & (t < end)
+            found, charging = np.where(within, _charged(drained, t - start, gain, p), found), charging | within
+            active &= ~(before | within)
+            ended = moving & active
+            level = np.where(ended, _charged(drained, end - start, gain, p), level)
+            now, armed = np.where(ended, end, now), np.where(ended, nightly, armed)
+    for i in np.flatnonzero(scalar).tolist():
+        found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, behaviour, planned[i],
+                                           float(anchors[i]))
+    return found, charging
+
+
+def _padded(planned: list[tuple[tuple[float, float], ...]]) -> tuple[FloatArray, FloatArray]:
+    """Session starts and ends, one row per device, padded with infinities (at least one)."""
+    lens = np.array([len(s) for s in planned], dtype=np.int64)
+    width = int(lens.max(initial=0)) + 1
+    starts, ends = np.full((len(planned), width), np.inf), np.full((len(planned), width), np.inf)
+    flat = np.array([x for s in planned for x in s], dtype=np.float64).reshape(-1, 2)
+    rows = np.repeat(np.arange(len(planned)), lens)
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
+    starts[rows, cols], ends[rows, cols] = flat[:, 0], flat[:, 1]
+    return starts, ends
+
+
+def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: float, p: TraceParams) -> FloatArray:
+    """``lazy_battery._charged`` elementwise (the same operations in the same order)."""
+    taper = p.charge_taper_above
+    below = level < taper
+    to_taper_s = (taper - level) / gain_per_s
+    direct = below & (duration_s <= to_taper_s)
+    rest = np.minimum(1.0, np.where(below, taper, level) + gain_per_s / 3.0 * np.where(below, duration_s - to_taper_s,
+                                                                                       duration_s))
+    return np.where(direct, level + gain_per_s * duration_s, rest)
 
 
 def _temperature(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray, share: FloatArray,
