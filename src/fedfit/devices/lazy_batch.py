@@ -215,7 +215,8 @@ def _batteries(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArra
         while active.any():
             col = np.minimum(at, starts.shape[1] - 1)  # a finished device may point past its last
             listed_start, listed_end = starts[rows, col], ends[rows, col]
-            take_extra = extra & ((extra_start < listed_start) | ((extra_start == listed_start) & (extra_end < listed_end)))
+            sooner = (extra_start < listed_start) | ((extra_start == listed_start) & (extra_end < listed_end))
+            take_extra = extra & sooner  # the pending sessions' first, as sorted tuples
             start = np.maximum(np.where(take_extra, extra_start, listed_start), now)
             end = np.maximum(np.where(take_extra, extra_end, listed_end), now)
             if nightly and drain > 0:
