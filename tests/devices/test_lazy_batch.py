@@ -9,7 +9,7 @@ import pytest
 
 from fedfit.devices.catalogue import TIERS
 from fedfit.devices.counter_rng import normal, normals, uniform, uniforms
-from fedfit.devices.lazy_batch import states_at
+from fedfit.devices.lazy_batch import online_at, states_at
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.trace_params import TraceParams
 
@@ -72,3 +72,20 @@ def test_batched_states_at_one_time_per_device_equal_scalar_states() -> None:
         assert states_at(TIERS[name], params, 9, ids, times) == expected
         assert [s.online for s in expected] == [LazyTrace(TIERS[name], params, 9, int(d)).online_at(float(t))
                                                  for d, t in zip(ids, times)]
+
+
+@pytest.mark.parametrize("name", ["older_phone", "vehicle_computer", "sensor_mcu", "tablet"])
+def test_batched_online_equals_the_full_states_online(name: str) -> None:
+    params, rng = TraceParams(), np.random.default_rng(3)
+    ids, times = rng.integers(0, 500_000, 300), rng.uniform(0.0, 5 * 86400.0, 300)
+
+    assert online_at(TIERS[name], params, 4, ids, times).tolist() == [
+        s.online for s in states_at(TIERS[name], params, 4, ids, times)]
+
+
+def test_lazy_traces_online_many_equals_states() -> None:
+    profiles = [TIERS["smartwatch"]] * 20 + [TIERS["older_phone"]] * 3
+    traces = LazyTraces(profiles, TraceParams(), seed=1)
+    devices, times = list(range(23)), [3600.0 * (1 + d) for d in range(23)]
+
+    assert traces.online_many(devices, times) == [traces[d].state_at(t).online for d, t in zip(devices, times)]

@@ -49,12 +49,7 @@ def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntAr
     Raises:
         ValueError: a time is negative or not finite, or an id is negative.
     """
-    times = np.broadcast_to(np.asarray(t_s, dtype=np.float64), ids.shape)
-    if not bool(np.isfinite(times).all()) or bool((times < 0).any()):
-        raise ValueError(f"virtual time must be finite and >= 0, got {t_s!r}")
-    if len(ids) and int(ids.min()) < 0:
-        raise ValueError(f"device ids must be >= 0, got {int(ids.min())}")
-    t = np.floor(times / params.step_s) * params.step_s
+    t = _on_grid(params, ids, t_s)
     behaviour = params.behaviour(profile.tier)
     offset_h = params.habit_sd_h * normals(seed, ids, _HABITS)
     share = _app_share(params, seed, ids, t)
@@ -77,6 +72,36 @@ def states_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntAr
                         temperature_c=temps[i], thermal=thermal_of(temps[i], params), link=links[i],
                         bandwidth_bps=b, online=o, cpu_utilisation=cpu[i])
             for i, (b, o) in enumerate(zip(bps.tolist(), online.tolist()))]
+
+
+def online_at(profile: DeviceProfile, params: TraceParams, seed: int, ids: IntArray,
+              t_s: float | FloatArray) -> BoolArray:
+    """``[s.online for s in states_at(...)]``, without the memory, heat and bandwidth draws (as
+    ``LazyTrace.online_at``).
+
+    Raises:
+        ValueError: a time is negative or not finite, or an id is negative.
+    """
+    t = _on_grid(params, ids, t_s)
+    behaviour = params.behaviour(profile.tier)
+    offset_h = params.habit_sd_h * normals(seed, ids, _HABITS)
+    code, _ = _link(profile, params, behaviour, seed, ids, t, offset_h, bandwidth=False)
+    online = _willing(params, behaviour, seed, ids, t, offset_h) & (code != gen.OFFLINE)
+    if profile.battery_capacity_j is not None:
+        planned = _sessions(params, behaviour, seed, ids, t, offset_h)
+        anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, _floor(t / DAY_S) - 1)
+        online &= _batteries(params, behaviour, seed, ids, t, planned, anchors)[0] > 0
+    return online
+
+
+def _on_grid(params: TraceParams, ids: IntArray, t_s: float | FloatArray) -> FloatArray:
+    """Each device's time on the step grid, after checking the times and ids."""
+    times = np.broadcast_to(np.asarray(t_s, dtype=np.float64), ids.shape)
+    if not bool(np.isfinite(times).all()) or bool((times < 0).any()):
+        raise ValueError(f"virtual time must be finite and >= 0, got {t_s!r}")
+    if len(ids) and int(ids.min()) < 0:
+        raise ValueError(f"device ids must be >= 0, got {int(ids.min())}")
+    return np.asarray(np.floor(times / params.step_s) * params.step_s, dtype=np.float64)
 
 
 def _floor(x: FloatArray) -> IntArray:
@@ -107,8 +132,8 @@ def _willing(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray,
 
 
 def _link(profile: DeviceProfile, p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
-          offset_h: FloatArray) -> tuple[IntArray, FloatArray]:
-    """Link codes (into ``generators.LINKS``) and bandwidths."""
+          offset_h: FloatArray, bandwidth: bool = True) -> tuple[IntArray, FloatArray]:
+    """Link codes (into ``generators.LINKS``) and bandwidths (zeros unless ``bandwidth``)."""
     radios = profile.radios
     block = np.floor(t / LINK_BLOCK_S + uniforms(seed, ids, _NETWORK, -1)).astype(np.int64)
     u = uniforms(seed, ids, _NETWORK, block)
@@ -123,14 +148,17 @@ def _link(profile: DeviceProfile, p: TraceParams, behaviour: TierBehaviour, seed
     rules = {s: (gen.OFFLINE, None) if c == gen.CELLULAR and Link.CELLULAR not in radios else (c, b)
              for s, (c, b) in rules.items()}
     code = np.array([rules[s][0] for s in states.tolist()], dtype=np.int64)
-    drawn = uniforms(seed, ids, _NETWORK, block, 1).tolist()
-    bps = np.array([0.0 if (b := rules[s][1]) is None else _log_uniform(v, b)
-                    for s, v in zip(states.tolist(), drawn)])
+    bps = np.zeros(len(ids))
+    if bandwidth:
+        drawn = uniforms(seed, ids, _NETWORK, block, 1).tolist()
+        bps = np.array([0.0 if (b := rules[s][1]) is None else _log_uniform(v, b)
+                        for s, v in zip(states.tolist(), drawn)])
     if behaviour.network == "vehicle" and Link.WIFI in radios:
         depot = _at_depot(p, seed, ids, t, offset_h)
-        depot_u = uniforms(seed, ids, _NETWORK, _DEPOT, _floor(t / 86400.0) + 1).tolist()
-        depot_bps = np.array([_log_uniform(v, p.wifi_bps) for v in depot_u])
-        code, bps = np.where(depot, gen.WIFI, code), np.where(depot, depot_bps, bps)
+        code = np.where(depot, gen.WIFI, code)
+        if bandwidth:
+            depot_u = uniforms(seed, ids, _NETWORK, _DEPOT, _floor(t / 86400.0) + 1).tolist()
+            bps = np.where(depot, np.array([_log_uniform(v, p.wifi_bps) for v in depot_u]), bps)
     return code, bps
 
 

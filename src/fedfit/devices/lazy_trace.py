@@ -288,6 +288,31 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
                 found[i] = state
         return [s for s in found if s is not None]
 
+    def online_many(self, devices: Sequence[int], times: Sequence[float]) -> list[bool]:
+        """``self[d].state_at(t).online`` for each device and its time, lazy ones computed together
+        without the draws ``online`` does not need (:func:`fedfit.devices.lazy_batch.online_at`)."""
+        from fedfit.devices.lazy_batch import online_at  # it builds on this module
+
+        found = [False] * len(devices)
+        groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
+        for i, device in enumerate(devices):
+            if device in self._overrides:  # the user's CSV trace
+                found[i] = self._overrides[device].state_at(times[i]).online
+            else:
+                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
+        for profile, rows in groups.values():
+            if len(rows) < BATCH_FROM:
+                for i in rows:
+                    trace = self[devices[i]]
+                    lazy = isinstance(trace, LazyTrace)
+                    found[i] = trace.online_at(times[i]) if lazy else trace.state_at(times[i]).online
+                continue
+            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            at = np.array([times[i] for i in rows], dtype=np.float64)
+            for i, up in zip(rows, online_at(profile, self._params, self._seed, ids, at).tolist()):
+                found[i] = up
+        return found
+
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
     return math.exp(math.log(bounds[0]) + u * (math.log(bounds[1]) - math.log(bounds[0])))

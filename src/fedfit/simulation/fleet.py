@@ -195,7 +195,7 @@ class SimulatedFleet:
 
     def _online_many(self, devices: list[int], times: list[float]) -> list[bool]:
         if isinstance(self._traces, LazyTraces):
-            return [s.online for s in self._traces.states_at(devices, times)]
+            return self._traces.online_many(devices, times)
         return [self._online_at(d, t) for d, t in zip(devices, times)]
 
     def _enqueue(self, pending: PendingTask) -> None:
