@@ -304,8 +304,8 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             if len(rows) < BATCH_FROM:
                 for i in rows:
                     trace = self[devices[i]]
-                    lazy = isinstance(trace, LazyTrace)
-                    found[i] = trace.online_at(times[i]) if lazy else trace.state_at(times[i]).online
+                    assert isinstance(trace, LazyTrace)  # overrides were answered above
+                    found[i] = trace.online_at(times[i])
                 continue
             ids = np.array([devices[i] for i in rows], dtype=np.int64)
             at = np.array([times[i] for i in rows], dtype=np.float64)
