@@ -10,6 +10,7 @@ import pytest
 from fedfit.devices.catalogue import TIERS
 from fedfit.devices.counter_rng import normal, normals, uniform, uniforms
 from fedfit.devices.lazy_batch import online_at, states_at
+from fedfit.devices import lazy_trace
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.trace_params import TraceParams
 
@@ -50,7 +51,8 @@ def test_batched_states_reject_bad_input() -> None:
         states_at(TIERS["smartwatch"], TraceParams(), 0, np.array([-3]), 1.0)
 
 
-def test_lazy_traces_answer_mixed_profiles_and_csv_overrides_in_order() -> None:
+def test_lazy_traces_answer_mixed_profiles_and_csv_overrides_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 16)  # the tablets together, the others one by one
     params = TraceParams()
     profiles = [TIERS[n] for n in ("flagship_phone", "smartwatch", "sensor_mcu")] * 10 + [TIERS["tablet"]] * 40
     override = LazyTrace(TIERS["tablet"], params, 99, 3)  # any StateTrace stands in for a CSV trace
@@ -83,7 +85,8 @@ def test_batched_online_equals_the_full_states_online(name: str) -> None:
         s.online for s in states_at(TIERS[name], params, 4, ids, times)]
 
 
-def test_lazy_traces_online_many_equals_states() -> None:
+def test_lazy_traces_online_many_equals_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 16)  # the watches together, the phones one by one
     profiles = [TIERS["smartwatch"]] * 20 + [TIERS["older_phone"]] * 3
     traces = LazyTraces(profiles, TraceParams(), seed=1)
     devices, times = list(range(23)), [3600.0 * (1 + d) for d in range(23)]

@@ -40,8 +40,11 @@ from fedfit.devices.traces import DeviceTrace, thermal_of, with_consumption
 from fedfit.types import DeviceProfile, DeviceState, Link
 
 _HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)
-#: Devices of one profile from which :meth:`LazyTraces.states_at` computes them together.
-BATCH_FROM = 16
+#: Devices of one profile from which :meth:`LazyTraces.states_at` computes them together (a
+#: batch costs a fixed few ms of numpy passes; measured break-even ~90 devices, ``bench/scale.py states``).
+BATCH_FROM = 96
+#: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws).
+ONLINE_BATCH_FROM = 192
 #: Seconds per block of the lazily drawn link.
 LINK_BLOCK_S = 1800.0
 _DEPOT = -7
@@ -301,7 +304,7 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             else:
                 groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
         for profile, rows in groups.values():
-            if len(rows) < BATCH_FROM:
+            if len(rows) < ONLINE_BATCH_FROM:
                 for i in rows:
                     trace = self[devices[i]]
                     assert isinstance(trace, LazyTrace)  # overrides were answered above
