@@ -130,7 +130,7 @@ class AsyncOrchestrator:
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
         self._ids = fleet.device_ids()  # a fleet's devices are fixed for a run
-        self._running = 0  # tasks in flight, counted as they are dispatched and arrive
+        self._running = 0  # tasks in flight, counted as they are dispatched and arrive (sampled candidates)
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.aggregations`` versions from ``params`` (the sync loop's interface)."""
@@ -180,6 +180,8 @@ class AsyncOrchestrator:
             raise RunStopped(reason, tuple(results), unfinished)
 
     def _fill(self, state: AsyncState, tally: RoundTally) -> AsyncState:
+        if self.config.candidates is None:  # scanning anyway: count what the fleet says is in flight
+            self._running = sum(self.fleet.busy(d) for d in self._ids)
         want = (self.config.concurrency or len(self._ids)) - self._running
         if want <= 0:
             return state
