@@ -13,6 +13,7 @@ vector (60,000 samples, 10 classes, alpha 0.5) over N devices, seconds.
     PYTHONPATH=src .venv/bin/python bench/scale.py partition --devices 10000 60000
     PYTHONPATH=src .venv/bin/python bench/scale.py threads --threads 1 2
     PYTHONPATH=src .venv/bin/python bench/scale.py fleet --devices 1000 10000 --per-round 10 100 1000
+    PYTHONPATH=src .venv/bin/python bench/scale.py states --per-round 10 100 1000
 
 ``threads``: a whole small run (digits, MLP, 10 of 20 devices per round, 5 rounds) with
 ``simulation.torch_threads`` set to each value; wall seconds per client update (training,
@@ -27,6 +28,12 @@ enrolled), and per round (rounds 2-4) the CPU milliseconds (``time.process_time`
 process itself spent, so a loaded shared host does not inflate it) of training (the
 executor's), evaluation, and orchestration (everything else: candidates, check-in, selection, planning, cost model,
 dispatch, aggregation). One process per row (``--fresh``) keeps peak RSS per row.
+``states``: the lazy states of K random devices of a million at one time, CPU ms one by one
+and together (``LazyTraces.states_at``), checked equal.
+
+``--breakdown`` adds the CPU milliseconds per round of the orchestration's main parts (each
+timed where it is called; the parts overlap: check-in states are inside planning, the task cost
+inside dispatch; the mid-task looks run when the fleet is next read, after a round's dispatches).
 """
 
 from __future__ import annotations
@@ -129,6 +136,31 @@ def bench_threads(torch_threads: int | str, rounds: int = 5) -> dict[str, float]
             "final_accuracy": result.reports[-1].accuracy}
 
 
+def bench_states(candidates: int, repeats: int = 5) -> dict[str, float]:
+    """CPU ms for the lazy states of ``candidates`` random devices of a 1,000,000-device fleet
+    (three phone tiers) at one time: one by one (fresh traces, as a round's candidates are) vs
+    together (``LazyTraces.states_at``); the better of ``repeats`` alternating tries each."""
+    from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+    from fedfit.devices.trace_params import TraceParams
+
+    profiles = [tier(name) for name in ("flagship_phone", "midrange_phone", "older_phone")]
+    fleet = [profiles[d % 3] for d in range(1_000_000)]
+    params, rng = TraceParams(), np.random.default_rng(0)
+    scalar, batched = [], []
+    for r in range(repeats):
+        ids = sorted(rng.choice(len(fleet), candidates, replace=False).tolist())
+        t = 3600.0 * (7 + 13 * r)
+        c0 = time.process_time()
+        one = [LazyTrace(fleet[d], params, 0, d).state_at(t) for d in ids]
+        c1 = time.process_time()
+        together = LazyTraces(fleet, params, 0).states_at(ids, t)
+        c2 = time.process_time()
+        assert one == together
+        scalar.append(c1 - c0)
+        batched.append(c2 - c1)
+    return {"candidates": candidates, "one_by_one_ms": min(scalar) * 1e3, "together_ms": min(batched) * 1e3}
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
@@ -157,7 +189,8 @@ class _Timed:
         self.inner.close()
 
 
-def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy") -> dict[str, float]:
+def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy",
+                breakdown: bool = False) -> dict[str, float]:
     """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
     from fedfit.config import parse_config
     from fedfit.experiment import build
@@ -189,11 +222,15 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str 
             evaluation[0] += time.process_time() - t
 
     orchestrator.evaluator = timed_eval  # type: ignore[method-assign]
+    parts = _timed_parts(exp.fleet, orchestrator) if breakdown else {}
     marks: list[tuple[float, float, float, int]] = []
+    at_parts: list[dict[str, float]] = []
     for outcome in orchestrator.rounds(exp.initial_params):  # type: ignore[union-attr]
         marks.append((time.process_time(), training[0], evaluation[0], sum(outcome.report.participants_by_tier.values())))
+        at_parts.append({name: cpu[0] for name, cpu in parts.items()})
     (w0, tr0, ev0, _), (w1, tr1, ev1, _) = marks[0], marks[-1]
     n = len(marks) - 1
+    spent = {f"{name}_ms": (at_parts[-1][name] - at_parts[0][name]) / n * 1e3 for name in parts}  # rounds 2-4
     rss_before = _rss_mb()
     second = enrol(exp.fleet)
     registry_mb = _rss_mb() - rss_before
@@ -203,14 +240,36 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str 
             "registry_mb": registry_mb, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
             "orchestration_ms": ((w1 - w0) - (tr1 - tr0) - (ev1 - ev0)) / n * 1e3,
             "training_ms": (tr1 - tr0) / n * 1e3, "eval_ms": (ev1 - ev0) / n * 1e3,
-            "updates_per_round": sum(m[3] for m in marks[1:]) / n}
+            "updates_per_round": sum(m[3] for m in marks[1:]) / n, **spent}
+
+
+def _timed_parts(fleet: Any, orchestrator: Any) -> dict[str, list[float]]:
+    """Wrap the orchestration's main parts to add up their CPU seconds (name -> [seconds so far])."""
+    parts: dict[str, list[float]] = {}
+    targets = {"planning": (orchestrator, "_plans"), "check_in_states": (fleet, "snapshot_many"),
+               "dispatch": (fleet, "dispatch"), "task_cost": (fleet, "_task_cost"),
+               "mid_task_looks": (fleet, "_online_many"), "record_task": (orchestrator.registry, "record_task"),
+               "aggregate": (orchestrator, "_aggregate")}
+    for name, (owner, attr) in targets.items():
+        inner, cpu = getattr(owner, attr), parts.setdefault(name, [0.0])
+
+        def timed(*args: Any, _inner: Any = inner, _cpu: list[float] = cpu, **kwargs: Any) -> Any:
+            t = time.process_time()
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                _cpu[0] += time.process_time() - t
+
+        setattr(owner, attr, timed)
+    return parts
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("checkpoint", "partition", "threads", "fleet"))
+    parser.add_argument("what", choices=("checkpoint", "partition", "threads", "fleet", "states"))
     parser.add_argument("--per-round", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--trace-model", choices=("lazy", "arrays", "auto"), default="lazy")
+    parser.add_argument("--breakdown", action="store_true", help="fleet: CPU ms per round of the main parts")
     parser.add_argument("--no-json", action="store_true", help="checkpoint: skip the format-1 JSON comparison")
     parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
@@ -219,11 +278,15 @@ def main() -> None:
         for setting in args.threads:
             print(bench_threads(int(setting) if setting.isdigit() else setting), flush=True)
         return
+    if args.what == "states":
+        for k in args.per_round:
+            _print(bench_states(k))
+        return
     if args.what == "fleet":
         for n in args.devices:
             for k in args.per_round:
                 if k <= n:
-                    _print(bench_fleet(n, k, trace_model=args.trace_model))
+                    _print(bench_fleet(n, k, trace_model=args.trace_model, breakdown=args.breakdown))
         return
     for n in args.devices:
         row = bench_checkpoint(n, not args.no_json) if args.what == "checkpoint" else bench_partition(n)

@@ -309,7 +309,8 @@ SAMPLE_CANDIDATES_ABOVE = 10_000
 
 
 def candidate_count(setting: int | str, devices: int, invited: int, *, uniform: bool) -> int | None:
-    """Idle devices a sync round checks in (``orchestration.candidates``); ``None``: all of them.
+    """Idle devices a sync round (or an async invitation, ``invited`` = its buffer) checks in
+    (``orchestration.candidates``); ``None``: all of them.
 
     ``auto``: all up to :data:`SAMPLE_CANDIDATES_ABOVE` devices; above, the invited count for
     uniform selection (a uniform draw from a uniform sample is uniform) and 4x that for
@@ -462,7 +463,8 @@ def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, pred
         acfg = AsyncConfig(aggregations=o.rounds, buffer_size=k, concurrency=a.concurrency,
                            max_staleness=o.max_staleness, retry_after_s=a.retry_after_s,
                            backoff_cap_s=o.backoff_cap_s, eval_every=config.evaluation.every,
-                           liveness=liveness)
+                           liveness=liveness,
+                           candidates=candidate_count(o.candidates, config.num_devices, k, uniform=cohort is None))
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
                                  rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
                                  submodels=submodels, registry=registry, observer=observer)

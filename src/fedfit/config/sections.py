@@ -125,7 +125,8 @@ class OrchestrationConfig(Section):
     stall_timeout_s: Annotated[float, Field(gt=0)] | None = 21600.0
     max_wall_s: Annotated[float, Field(gt=0)] | None = None
     backoff_cap_s: Annotated[float, Field(ge=0)] = 3600.0
-    #: Idle devices a sync round checks in and scores (:mod:`fedfit.policy.candidates`):
+    #: Idle devices a sync round (an async invitation: at least those it invites) checks in and
+    #: scores (:mod:`fedfit.policy.candidates`):
     #: ``all`` every idle device; a number, that many drawn uniformly; ``auto``: all up to
     #: 10,000 devices, above that 4x the invited count (exactly the invited count for uniform selection).
     candidates: Literal["auto", "all"] | PositiveInt = "auto"

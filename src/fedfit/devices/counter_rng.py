@@ -12,13 +12,30 @@ asked for, which is what lets a device's state at time t be computed on demand.
 True
 >>> 0.0 <= uniform(1, 2, 3) < 1.0 and uniform(1, 2, 3) != uniform(1, 2, 4)
 True
+
+:func:`uniforms` and :func:`normals` compute the same numbers for arrays of keys at once (the
+tuple hash and the finaliser in numpy's wrapping 64-bit integers), bit for bit:
+
+>>> import numpy as np
+>>> uniforms(1, np.array([2, 5]), 3).tolist() == [uniform(1, 2, 3), uniform(1, 5, 3)]
+True
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 _MASK = (1 << 64) - 1
+#: CPython's integer hash modulus (2**61 - 1) and its tuple hash's xxHash primes.
+_MODULUS = (1 << 61) - 1
+_PRIME_1, _PRIME_2, _PRIME_5 = np.uint64(11400714785074694791), np.uint64(14029467366897019727), 2870177450012600261
+
+#: An array of keys (any integer dtype) or one key.
+Keys = int | npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 def _mix(z: int) -> int:
@@ -37,3 +54,57 @@ def normal(*keys: int) -> float:
     u1 = 1.0 - uniform(*keys, 0)  # in (0, 1]
     u2 = uniform(*keys, 1)
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+_S11, _S27, _S30, _S31, _S33 = (np.uint64(n) for n in (11, 27, 30, 31, 33))
+
+
+def _array_lane(key: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    """``hash(k) & _MASK`` of each element (CPython: ``n mod (2**61 - 1)`` keeping the sign, -1 → -2)."""
+    k = np.asarray(key, dtype=np.int64)
+    if k.size == 0 or (int(k.min()) >= 0 and int(k.max()) < _MODULUS):
+        return k.view(np.uint64)
+    m = np.abs(k) % _MODULUS
+    h = np.where(k < 0, -m, m)
+    return np.where(h == -1, -2, h).astype(np.int64).view(np.uint64)
+
+
+def uniforms(*keys: Keys) -> FloatArray:
+    """``uniform`` of each key tuple, for keys given as broadcastable integer arrays (or ints)."""
+    with np.errstate(over="ignore"):  # 64-bit wrap-around is the hash's arithmetic
+        return _hashed(keys)
+
+
+def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
+    acc: int | npt.NDArray[np.uint64] = _PRIME_5  # a Python int until the first array key
+    for key in keys:
+        if isinstance(key, int):
+            lane = (hash(key) & _MASK) * int(_PRIME_2) & _MASK
+            if isinstance(acc, int):
+                acc = (acc + lane) & _MASK
+                acc = ((acc << 31) | (acc >> 33)) & _MASK
+                acc = acc * int(_PRIME_1) & _MASK
+                continue
+            acc += np.uint64(lane)
+        else:
+            lanes = _array_lane(key) * _PRIME_2
+            acc = lanes + (np.uint64(acc) if isinstance(acc, int) else acc)
+        acc = (acc << _S31) | (acc >> _S33)
+        acc *= _PRIME_1
+    if isinstance(acc, int):
+        return np.array(uniform(*(int(k) for k in keys)))
+    acc += np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
+    if bool((acc == np.uint64(_MASK)).any()):
+        acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
+    z = (acc ^ (acc >> _S30)) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _S27)) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> _S31
+    return (z >> _S11).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def normals(*keys: Keys) -> FloatArray:
+    """``normal`` of each key tuple (the transcendental parts through :mod:`math`, as ``normal``)."""
+    u1, u2 = (1.0 - uniforms(*keys, 0)).tolist(), uniforms(*keys, 1).tolist()
+    log, sqrt, cos, tau = math.log, math.sqrt, math.cos, 2.0 * math.pi
+    return np.array([sqrt(-2.0 * log(a)) * cos(tau * b) for a, b in zip(u1, u2)], dtype=np.float64).reshape(
+        np.shape(u2))

@@ -93,7 +93,7 @@ def _charged(level: float, duration_s: float, gain_per_s: float, params: TracePa
 
 
 def battery_at(key: tuple[int, ...], t_s: float, params: TraceParams, behaviour: TierBehaviour,
-               planned: tuple[tuple[float, float], ...]) -> tuple[float, bool]:
+               planned: tuple[tuple[float, float], ...], anchor_u: float | None = None) -> tuple[float, bool]:
     """``(level, charging)`` at virtual time ``t_s`` (a grid step's start).
 
     Args:
@@ -102,11 +102,14 @@ def battery_at(key: tuple[int, ...], t_s: float, params: TraceParams, behaviour:
         params: generator parameters.
         behaviour: the tier's behaviour.
         planned: :func:`sessions` of ``t_s``'s day.
+        anchor_u: the anchor level's keyed uniform when the caller drew it already (a batch).
     """
     day = math.floor(t_s / DAY_S)
     now = (day - _LOOKBACK_DAYS) * DAY_S
     lo, hi = params.start_battery
-    level = lo + (hi - lo) * uniform(*key, _ANCHOR, day - _LOOKBACK_DAYS)
+    if anchor_u is None:
+        anchor_u = uniform(*key, _ANCHOR, day - _LOOKBACK_DAYS)
+    level = lo + (hi - lo) * anchor_u
     drain = behaviour.drain_per_h / 3600.0 * (0.5 + 3.5 * mean_app_share(params))
     gain = behaviour.charge_per_h / 3600.0
     pending = list(planned)

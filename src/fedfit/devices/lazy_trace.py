@@ -40,6 +40,11 @@ from fedfit.devices.traces import DeviceTrace, thermal_of, with_consumption
 from fedfit.types import DeviceProfile, DeviceState, Link
 
 _HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)
+#: Devices of one profile from which :meth:`LazyTraces.states_at` computes them together (a
+#: batch costs a fixed few ms of numpy passes; measured break-even ~90 devices, ``bench/scale.py states``).
+BATCH_FROM = 96
+#: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws).
+ONLINE_BATCH_FROM = 192
 #: Seconds per block of the lazily drawn link.
 LINK_BLOCK_S = 1800.0
 _DEPOT = -7
@@ -260,6 +265,56 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         else:
             self._cache.move_to_end(device)
         return trace
+
+    def states_at(self, devices: Sequence[int], t_s: float | Sequence[float]) -> list[DeviceState]:
+        """``self[d].state_at(t)`` for each of ``devices`` at ``t_s`` (one time, or one per
+        device), lazy ones computed together (:func:`fedfit.devices.lazy_batch.states_at`, per
+        profile), equal to one by one."""
+        from fedfit.devices.lazy_batch import states_at  # it builds on this module
+
+        times = [float(t_s)] * len(devices) if isinstance(t_s, (int, float)) else list(t_s)
+        found: list[DeviceState | None] = [None] * len(devices)
+        groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
+        for i, device in enumerate(devices):
+            if device in self._overrides:  # the user's CSV trace
+                found[i] = self._overrides[device].state_at(times[i])
+            else:
+                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
+        for profile, rows in groups.values():
+            if len(rows) < BATCH_FROM:  # a few numpy passes cost more than a few devices one by one
+                for i in rows:
+                    found[i] = self[devices[i]].state_at(times[i])
+                continue
+            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            at = np.array([times[i] for i in rows], dtype=np.float64)
+            for i, state in zip(rows, states_at(profile, self._params, self._seed, ids, at)):
+                found[i] = state
+        return [s for s in found if s is not None]
+
+    def online_many(self, devices: Sequence[int], times: Sequence[float]) -> list[bool]:
+        """``self[d].state_at(t).online`` for each device and its time, lazy ones computed together
+        without the draws ``online`` does not need (:func:`fedfit.devices.lazy_batch.online_at`)."""
+        from fedfit.devices.lazy_batch import online_at  # it builds on this module
+
+        found = [False] * len(devices)
+        groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
+        for i, device in enumerate(devices):
+            if device in self._overrides:  # the user's CSV trace
+                found[i] = self._overrides[device].state_at(times[i]).online
+            else:
+                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
+        for profile, rows in groups.values():
+            if len(rows) < ONLINE_BATCH_FROM:
+                for i in rows:
+                    trace = self[devices[i]]
+                    assert isinstance(trace, LazyTrace)  # overrides were answered above
+                    found[i] = trace.online_at(times[i])
+                continue
+            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            at = np.array([times[i] for i in rows], dtype=np.float64)
+            for i, up in zip(rows, online_at(profile, self._params, self._seed, ids, at).tolist()):
+                found[i] = up
+        return found
 
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:

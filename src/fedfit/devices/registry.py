@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fedfit.types import DeviceProfile, DeviceState, Failure, TaskResult
@@ -163,6 +163,16 @@ class Registry:
         entry.state, entry.state_at_s = state, at_s
         return True
 
+    def report_states(self, device_ids: Sequence[int], states: Sequence[DeviceState], at_s: float) -> None:
+        """:meth:`report_state` of each device with its state, all at virtual time ``at_s``."""
+        entries = self._entries
+        for device_id, state in zip(device_ids, states, strict=True):
+            entry = entries.get(device_id)
+            if entry is None:
+                raise KeyError(f"unknown device {device_id!r}")
+            if entry.state_at_s is None or at_s >= entry.state_at_s:
+                entry.state, entry.state_at_s = state, at_s
+
     def last_state(self, device_id: int) -> DeviceState | None:
         """The latest reported state; ``None`` if the device never reported."""
         return self._entry(device_id).state
@@ -200,30 +210,24 @@ class Registry:
         if ok == (cause is not None):
             raise ValueError(f"ok={ok} needs cause {'None' if ok else 'set'}, got {cause!r}")
         entry = self._entry(device_id)
-        h = entry.history
-        failures = dict(h.failures_by_cause)
-        key = None
-        if cause is not None:
-            key = str(cause.value) if isinstance(cause, enum.Enum) else cause
-            failures[key] = failures.get(key, 0) + 1
-        entry.history = dataclasses.replace(
-            h, tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
-            last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round),
-            failure_streak=0 if cause is None else h.failure_streak + 1, last_cause=key)
+        entry.history = _counted(entry.history, cause, duration_s, round)
 
     def record_task(self, result: TaskResult) -> None:
         """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
         batch it used (:meth:`record_batch`) and what it reported (``last_update``)."""
         device, outcome = result.plan.device_id, result.outcome
-        cause = outcome.cause if isinstance(outcome, Failure) else None
         duration_s = result.finish_s - result.start_s
-        self.record_result(device, ok=cause is None, cause=cause, duration_s=duration_s, round=result.plan.round)
-        if isinstance(outcome, Failure):
-            return
-        self.record_batch(device, outcome.micro_batch, outcome.accumulation_steps)
         entry = self._entry(device)
-        entry.history = dataclasses.replace(entry.history, last_update=UpdateRecord(
-            outcome.round, duration_s, outcome.samples_processed, outcome.train_loss))
+        if isinstance(outcome, Failure):
+            entry.history = _counted(entry.history, outcome.cause, duration_s, result.plan.round)
+            return
+        if outcome.micro_batch < 1 or outcome.accumulation_steps < 1:
+            raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {outcome.micro_batch}, "
+                             f"{outcome.accumulation_steps}")
+        entry.history = _counted(
+            entry.history, None, duration_s, result.plan.round,
+            last_batch=(outcome.micro_batch, outcome.accumulation_steps),
+            last_update=UpdateRecord(outcome.round, duration_s, outcome.samples_processed, outcome.train_loss))
 
     def record_fold(self, device_id: int, version: int) -> tuple[int, ...]:
         """Note that the server folded one of the device's updates in at model ``version``;
@@ -282,3 +286,19 @@ class Registry:
     def tiers(self) -> list[str]:
         """Tier names present, in order of first enrolment."""
         return list(self.ids_by_tier())
+
+
+def _counted(h: DeviceHistory, cause: object, duration_s: float, round: int, *,
+             last_batch: tuple[int, int] | None = None, last_update: UpdateRecord | None = None) -> DeviceHistory:
+    """``h`` with one more result (a failure when ``cause`` is set); a success also replaces the
+    batch used and the update's report when given."""
+    failures, key = h.failures_by_cause, None
+    if cause is not None:
+        key = str(cause.value) if isinstance(cause, enum.Enum) else str(cause)
+        failures = {**failures, key: failures.get(key, 0) + 1}
+    return DeviceHistory(
+        tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
+        last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round),
+        failure_streak=0 if cause is None else h.failure_streak + 1, last_cause=key,
+        suggested_batch=h.suggested_batch, last_batch=last_batch or h.last_batch,
+        last_update=last_update or h.last_update, folded=h.folded)

@@ -45,6 +45,7 @@ from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.sync import Evaluator, RoundOutcome
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy.backoff import Backoff
+from fedfit.policy.candidates import sample_idle
 from fedfit.policy.planning import RoundObserver
 from fedfit.types import Failure, FailureCause, Params, TaskResult
 
@@ -64,6 +65,9 @@ class AsyncConfig:
         idle_wait_s: virtual seconds the server waits when nobody can be invited and nothing runs.
         eval_every: evaluate every this many versions (and after the last).
         liveness: when a run that makes no progress stops.
+        candidates: eligible devices each invitation draws uniformly, checks in and scores (at
+            least the number it invites; :func:`~fedfit.policy.candidates.sample_idle`), so an
+            invitation costs the same whatever the fleet's size; ``None``: every eligible device.
     """
 
     aggregations: int
@@ -75,6 +79,7 @@ class AsyncConfig:
     idle_wait_s: float = 60.0
     eval_every: int = 1
     liveness: Liveness = Liveness()
+    candidates: int | None = None
 
     @property
     def backoff(self) -> Backoff:
@@ -124,6 +129,8 @@ class AsyncOrchestrator:
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
+        self._ids = fleet.device_ids()  # a fleet's devices are fixed for a run
+        self._running = 0  # tasks in flight, counted as they are dispatched and arrive (sampled candidates)
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:
         """Run ``config.aggregations`` versions from ``params`` (the sync loop's interface)."""
@@ -137,6 +144,7 @@ class AsyncOrchestrator:
             Each version's outcome and the state right after it.
         """
         wall0 = time.perf_counter() - state.wall_s
+        self._running = sum(self.fleet.busy(d) for d in self._ids)  # once: a resumed fleet holds tasks
         target = state.version + (self.config.aggregations if aggregations is None else aggregations)
         while state.version < target:
             tally, results = RoundTally(), list[TaskResult]()
@@ -145,6 +153,7 @@ class AsyncOrchestrator:
                 self._check_liveness(state, progress_s, time.perf_counter() - wall0, tally, results)
                 state = self._fill(state, tally)
                 result = self.fleet.next_result()
+                self._running -= result is not None
                 if result is None:
                     if state.buffer:  # nothing in flight, nobody to invite: apply what the fleet gave
                         break
@@ -171,12 +180,13 @@ class AsyncOrchestrator:
             raise RunStopped(reason, tuple(results), unfinished)
 
     def _fill(self, state: AsyncState, tally: RoundTally) -> AsyncState:
-        ids = self.fleet.device_ids()
-        running = sum(self.fleet.busy(d) for d in ids)
-        want = (self.config.concurrency or len(ids)) - running
-        idle = [d for d in ids if not self.fleet.busy(d) and state.retry_at_s.get(d, 0.0) <= state.now_s
-                and state.started.get(d, -1) < state.version]
-        if want <= 0 or not idle:
+        if self.config.candidates is None:  # scanning anyway: count what the fleet says is in flight
+            self._running = sum(self.fleet.busy(d) for d in self._ids)
+        want = (self.config.concurrency or len(self._ids)) - self._running
+        if want <= 0:
+            return state
+        idle = self._eligible(state, want)
+        if not idle:
             return state
         check_in(self.registry, self.fleet, idle, state.now_s)
         plans = self.cohort.invite(self.registry, idle, want, round_=state.version, seed=self.seed,
@@ -184,8 +194,24 @@ class AsyncOrchestrator:
         for plan in plans:
             self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), state.now_s)
             tally.invited[self.fleet.profile(plan.device_id).tier] += 1
-        started = state.started | {p.device_id: state.version for p in plans}
+        self._running += len(plans)
+        # a device that started from an older version may start again: only this version's matter
+        started = {d: v for d, v in state.started.items() if v >= state.version}
+        started |= {p.device_id: state.version for p in plans}
         return dataclasses.replace(state, draws=state.draws + 1, started=started)
+
+    def _eligible(self, state: AsyncState, want: int) -> list[int]:
+        """Devices that may be invited now: idle, not backing off, not yet trained from this
+        version; all of them, or a uniform sample (``config.candidates``)."""
+        busy, retry_at_s, started = self.fleet.busy, state.retry_at_s, state.started
+
+        def barred(d: int) -> bool:
+            return busy(d) or retry_at_s.get(d, 0.0) > state.now_s or started.get(d, -1) >= state.version
+
+        if self.config.candidates is None:
+            return [d for d in self._ids if not barred(d)]
+        return sample_idle(self._ids, barred, max(self.config.candidates, want), seed=self.seed,
+                           draw=state.draws)
 
     def _receive(self, state: AsyncState, result: TaskResult, tally: RoundTally) -> AsyncState:
         state = dataclasses.replace(state, now_s=max(state.now_s, result.finish_s))
@@ -196,7 +222,9 @@ class AsyncOrchestrator:
             tally.count_failure(result.tier, result.outcome.cause)
             wait_s = self.config.backoff.delay_s(self.registry.failure_streak(device))
             started = {d: v for d, v in state.started.items() if d != device}  # no update: may retry
-            return dataclasses.replace(state, retry_at_s={**state.retry_at_s, device: state.now_s + wait_s},
+            # a back-off that has run out bars nobody: only those still running are kept
+            retry_at_s = {d: t for d, t in state.retry_at_s.items() if t > state.now_s}
+            return dataclasses.replace(state, retry_at_s={**retry_at_s, device: state.now_s + wait_s},
                                        started=started)
         staleness = state.version - result.plan.round
         if self.config.max_staleness is not None and staleness > self.config.max_staleness:

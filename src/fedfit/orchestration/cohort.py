@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from fedfit.cost.predictor import TaskPredictor
 from fedfit.devices.registry import DeviceHistory, Registry
@@ -33,8 +34,19 @@ def enrol(fleet: Fleet) -> Registry:
     return registry
 
 
+@runtime_checkable
+class BatchSnapshots(Protocol):
+    """A fleet that reads many devices' states at once (the simulated fleet)."""
+
+    def snapshot_many(self, devices: Sequence[int], at_s: float) -> list[DeviceState]: ...
+
+
 def check_in(registry: Registry, fleet: Fleet, devices: Iterable[int], now_s: float) -> None:
     """Each of ``devices`` reports its state at virtual time ``now_s`` to ``registry``."""
+    if isinstance(fleet, BatchSnapshots):
+        ids = list(devices)
+        registry.report_states(ids, fleet.snapshot_many(ids, now_s), now_s)
+        return
     for device in devices:
         registry.report_state(device, fleet.snapshot(device, now_s), now_s)
 

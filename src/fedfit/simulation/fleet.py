@@ -20,12 +20,13 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fedfit.devices import with_consumption
-from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
 from fedfit.cost.techniques import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
+from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
 from fedfit.simulation.executors import Executor, Handle
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import (
@@ -106,6 +107,10 @@ class SimulatedFleet:
         self._consumed_j = [0.0] * len(self._profiles)
         self._queue: EventQueue[tuple[PendingTask, Handle | None]] = EventQueue()
         self._busy: set[int] = set()
+        # The trace states (before consumption) of the last batch of snapshots, and their time.
+        self._snapshots: tuple[float, dict[int, DeviceState]] = (-1.0, {})
+        self._waiting: list[Dispatched] = []  # dispatched, not yet finished (see _flush)
+        self._waiting_ids: set[int] = set()
 
     def device_ids(self) -> list[int]:
         return list(range(len(self._profiles)))
@@ -121,11 +126,30 @@ class SimulatedFleet:
 
     def energy_used_j(self, device_id: int) -> float:
         """Energy the device has spent on fedfit tasks so far."""
+        self._flush()
         return self._consumed_j[device_id]
 
     def snapshot(self, device_id: int, at_s: float) -> DeviceState:
-        state = self._traces[device_id].state_at(at_s)
+        if device_id in self._waiting_ids:
+            self._flush()
+        at, held = self._snapshots
+        state = held.get(device_id) if at == at_s else None
+        if state is None:
+            state = self._traces[device_id].state_at(at_s)
         return with_consumption(state, self._profiles[device_id], self._consumed_j[device_id])
+
+    def snapshot_many(self, devices: Sequence[int], at_s: float) -> list[DeviceState]:
+        """``snapshot(d, at_s)`` of each of ``devices``; lazy traces are computed together, and
+        kept until another time is asked for (dispatch at the same time reads them again)."""
+        self._flush()
+        traces = self._traces
+        if isinstance(traces, LazyTraces):
+            states = traces.states_at(devices, at_s)
+        else:
+            states = [traces[d].state_at(at_s) for d in devices]
+        self._snapshots = (at_s, dict(zip(devices, states)))
+        profiles, used = self._profiles, self._consumed_j
+        return [with_consumption(s, profiles[d], used[d]) for d, s in zip(devices, states)]
 
     def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
         device = plan.device_id
@@ -136,20 +160,43 @@ class SimulatedFleet:
         cost = self._task_cost(plan, state, size)
         schedule = self._schedule(plan, cost, size, now_s)
         if schedule is None:
-            finish_s, failure, spent_j = self._outcome(plan, profile, state, cost, now_s)
+            ending = self._outcome(plan, profile, state, cost, now_s)
         else:
             plan, cost = schedule.plan, schedule.cost
-            finish_s, failure, spent_j = self._adapted_outcome(schedule, profile, state, now_s)
-        self._consumed_j[device] += spent_j
+            ending = self._adapted_outcome(schedule, profile, state, now_s)
+        # Finished when the fleet is next read: the mid-task offline checks of every task
+        # dispatched meanwhile are then asked of the traces together, in dispatch order.
+        self._busy.add(device)
+        self._waiting.append(Dispatched(plan, profile, state, cost, params, now_s, ending))
+        self._waiting_ids.add(device)
+
+    def _flush(self) -> None:
+        """Finish the waiting dispatches in order: their mid-task checks, energy and events."""
+        if not self._waiting:
+            return
+        waiting, self._waiting, self._waiting_ids = self._waiting, [], set()
+        checks = [(w.plan.device_id, w.now_s, w.now_s + w.cost.duration_s) for w in waiting if w.ending is None]
+        offline = iter(offline_during_many(self._online_many, checks))
+        for w in waiting:
+            self._finish(w, w.ending if w.ending is not None else after_check(w, next(offline)))
+
+    def _finish(self, w: Dispatched, ending: tuple[float, Failure | None, float]) -> None:
+        (plan, profile, cost, now_s), (finish_s, failure, spent_j) = (w.plan, w.profile, w.cost, w.now_s), ending
+        self._consumed_j[plan.device_id] += spent_j
         if failure is not None:  # report what was actually spent and sent
             sent_down = cost.bytes_down if finish_s > now_s else 0
             cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
-        task = None if failure else TrainTask(plan, params, now_s)
+        task = None if failure else TrainTask(plan, w.params, now_s)
         # A success's outcome is filled with the trained Update when the event pops.
-        outcome: Update | Failure = failure or Failure(device, plan.round, FailureCause.REJECTED, "pending")
+        outcome: Update | Failure = failure or Failure(plan.device_id, plan.round, FailureCause.REJECTED, "pending")
         result = TaskResult(plan=plan, tier=profile.tier, start_s=now_s, finish_s=finish_s,
-                            outcome=outcome, cost=cost, free_memory_bytes=state.free_memory_bytes)
+                            outcome=outcome, cost=cost, free_memory_bytes=w.state.free_memory_bytes)
         self._enqueue(PendingTask(finish_s, result, task))
+
+    def _online_many(self, devices: list[int], times: list[float]) -> list[bool]:
+        if isinstance(self._traces, LazyTraces):
+            return self._traces.online_many(devices, times)
+        return [self._online_at(d, t) for d, t in zip(devices, times)]
 
     def _enqueue(self, pending: PendingTask) -> None:
         """Mark the device busy, start training a success's task and schedule its result."""
@@ -179,7 +226,7 @@ class SimulatedFleet:
                                cost_of=lambda p, s: self._task_cost(p, s, size), adapter=self._adapter)
 
     def _adapted_outcome(self, schedule: EpochSchedule, profile: DeviceProfile, state: DeviceState,
-                         now_s: float) -> tuple[float, Failure | None, float]:
+                         now_s: float) -> Ending | None:
         plan, cost = schedule.plan, schedule.cost
         if schedule.declined is not None:
             return now_s, Failure(plan.device_id, plan.round, FailureCause.DECLINED, schedule.declined), 0.0
@@ -190,8 +237,9 @@ class SimulatedFleet:
         return self._outcome(plan, profile, state, cost, now_s, memory_checked=True)
 
     def _outcome(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState,
-                 cost: TaskCost, now_s: float, memory_checked: bool = False) -> tuple[float, Failure | None, float]:
-        """(finish time, failure or None, energy spent) of a task from its modelled cost."""
+                 cost: TaskCost, now_s: float, memory_checked: bool = False) -> Ending | None:
+        """(finish time, failure or None, energy spent) of a task from its modelled cost, if it
+        fails at dispatch; ``None``: it ends as the mid-task offline check says (:func:`after_check`)."""
         def fail(cause: FailureCause, at_s: float, detail: str, spent: float) -> tuple[float, Failure, float]:
             return at_s, Failure(plan.device_id, plan.round, cause, detail), spent
 
@@ -204,11 +252,7 @@ class SimulatedFleet:
         battery_end = self._battery_exhausted_at(profile, state, cost, now_s)
         if battery_end is not None:
             return fail(FailureCause.BATTERY, battery_end[0], "battery at reserve", battery_end[1])
-        offline_at = self._offline_during(plan.device_id, now_s, now_s + cost.duration_s)
-        if offline_at is not None:
-            share = (offline_at - now_s) / max(cost.duration_s, 1e-9)
-            return fail(FailureCause.OFFLINE, offline_at, "went offline mid-task", cost.energy_j * share)
-        return now_s + cost.duration_s, None, cost.energy_j
+        return None
 
     def _battery_exhausted_at(self, profile: DeviceProfile, state: DeviceState, cost: TaskCost,
                               now_s: float) -> tuple[float, float] | None:
@@ -220,19 +264,12 @@ class SimulatedFleet:
         available_j = max(0.0, available_j)
         return now_s + cost.duration_s * available_j / cost.energy_j, available_j
 
-    def _offline_during(self, device: int, start_s: float, end_s: float, step_s: float = 60.0) -> float | None:
-        t = start_s + step_s
-        while t < end_s:
-            if not self._online_at(device, t):
-                return t
-            t += step_s
-        return None if self._online_at(device, end_s) else end_s
-
     def _online_at(self, device: int, t: float) -> bool:
         trace = self._traces[device]
         return trace.online_at(t) if isinstance(trace, LazyTrace) else trace.state_at(t).online
 
     def next_result(self) -> TaskResult | None:
+        self._flush()
         if not self._queue:
             return None
         _, (pending, handle) = self._queue.pop()
@@ -242,10 +279,12 @@ class SimulatedFleet:
         return dataclasses.replace(pending.result, outcome=handle.result())
 
     def peek_time(self) -> float | None:
+        self._flush()
         return self._queue.peek_time()
 
     def state(self) -> FleetState:
         """The fleet's state now, for a checkpoint (training in flight is not waited for)."""
+        self._flush()
         return FleetState(tuple(self._consumed_j), tuple(p for _, (p, _) in self._queue.items()))
 
     def restore(self, state: FleetState) -> None:
@@ -262,6 +301,7 @@ class SimulatedFleet:
             self._enqueue(pending)
 
     def cancel_pending(self) -> list[TrainPlan]:
+        self._flush()
         plans = []
         for pending, handle in self._queue.drain():
             if handle is not None:
