@@ -1,9 +1,11 @@
 """Measure each stage of a model: parameters, FLOPs, saved activations, boundary bytes.
 
 The memory and time formulas of the techniques (:mod:`fedfit.cost.techniques`) need costs per
-stage: checkpointing keeps only stage inputs, freezing drops the backward of early stages,
-split learning sends the cut stage's output. Measured like :mod:`fedfit.cost.profile`: FLOPs by
-``FlopCounterMode``, saved bytes by saved-tensor hooks, on the real module.
+stage: checkpointing keeps only stage inputs and recomputes one stage at a time in backward,
+freezing drops the backward of early stages, split learning sends the cut stage's output.
+Measured like :mod:`fedfit.cost.profile`: FLOPs by ``FlopCounterMode``, saved bytes by
+saved-tensor hooks, a stage's own training-step peak by the tensor allocator
+(:func:`fedfit.cost.allocator.peak_live_bytes`), on the real module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
+from fedfit.cost.allocator import peak_live_bytes
 from fedfit.models.custom import probe_inputs
 from fedfit.models.stages import Stage, stages_of
 
@@ -45,6 +48,11 @@ class StageCost:
         saves_input: whether the stage saves its own input for backward.
         transient_bytes: live bytes per sample while the stage runs forward without autograd
             (its input plus its largest operator's input and output): all a frozen stage costs.
+        step_bytes: peak live bytes per sample of the stage's own forward and backward run
+            alone, its input excluded, measured with the tensor allocator: its saved
+            activations plus the backward's gradient buffers in flight (the gradients of its
+            output, of its inner activations and of its input). What recomputing the stage in
+            backward holds beside the checkpointed inputs; 0 when not measured.
     """
 
     name: str
@@ -58,11 +66,18 @@ class StageCost:
     isolated_bytes: float = 0.0
     saves_input: bool = False
     transient_bytes: float = 0.0
+    step_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
         """Saved bytes per sample other than the stage's input (what a recomputation adds)."""
         return self.isolated_bytes - (self.input_bytes if self.saves_input else 0.0)
+
+    @property
+    def recompute_bytes(self) -> float:
+        """Bytes per sample a recomputed stage's backward holds beyond its input: the measured
+        step peak, at least its saved bytes (a hand-built cost without ``step_bytes``)."""
+        return max(self.step_bytes, self.internal_bytes)
 
     @property
     def param_bytes(self) -> int:
@@ -126,6 +141,30 @@ class _OutputBytes(TorchDispatchMode):
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.param_ptrs:
                 self.sizes.append(t.numel() * t.element_size())
         return out
+
+
+def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor], grad_input: bool,
+                      last: bool) -> float:
+    """Per-sample allocator peak of ``stage``'s forward + backward alone (``xs``: its inputs at
+    micro-batches 1 and 9; the loss after it when it is the ``last`` stage). The output's
+    gradient is allocated inside the step, as the next stage's backward hands it over; the output
+    itself stays alive through the step (a recomputation drops it at once), which over-counts
+    by at most the output's bytes. The parameter gradients are the same at both micro-batches,
+    so they drop out of the difference."""
+    def step(x: torch.Tensor) -> None:
+        out = stage.forward(model, x)
+        if last:
+            nn.functional.cross_entropy(out, torch.zeros(len(x), dtype=torch.long), reduction="sum").backward()
+        else:
+            out.backward(torch.ones_like(out))
+
+    peaks = {}
+    for b in (1, 1, 9):  # the first run warms up the kernels' lazily initialised state
+        x = xs[b].detach().clone().requires_grad_(grad_input)
+        model.zero_grad(set_to_none=True)
+        peaks[b] = peak_live_bytes(lambda: step(x))
+    model.zero_grad(set_to_none=True)
+    return (peaks[9] - peaks[1]) / 8
 
 
 @torch.no_grad()
@@ -193,7 +232,8 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
-                                      transient_bytes=_transient(model, stage, xs1[9]))
+                                      transient_bytes=_transient(model, stage, xs1[9]),
+                                      step_bytes=_stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1))
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)
