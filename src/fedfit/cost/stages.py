@@ -143,20 +143,37 @@ class _OutputBytes(TorchDispatchMode):
         return out
 
 
+class _OutputGradient(torch.autograd.Function):
+    """Ends a stage's graph in a scalar whose backward allocates the output's gradient (ones),
+    as the next stage's backward would hand it over: the output itself need not stay alive,
+    and the engine frees the gradient once the stage's last operator has consumed it."""
+
+    @staticmethod
+    def forward(ctx: Any, y: torch.Tensor) -> torch.Tensor:
+        ctx.shape, ctx.dtype = y.shape, y.dtype
+        return y.new_zeros(())
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return torch.ones(ctx.shape, dtype=ctx.dtype)
+
+
 def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor], grad_input: bool,
                       last: bool) -> float:
-    """Per-sample allocator peak of ``stage``'s forward + backward alone (``xs``: its inputs at
-    micro-batches 1 and 9; the loss after it when it is the ``last`` stage). The output's
-    gradient is allocated inside the step, as the next stage's backward hands it over; the output
-    itself stays alive through the step (a recomputation drops it at once), which over-counts
-    by at most the output's bytes. The parameter gradients are the same at both micro-batches,
-    so they drop out of the difference."""
+    """Per-sample allocator peak of ``stage``'s forward + backward alone, beyond its input
+    (``xs``: its inputs at micro-batches 1 and 9; the loss after it when it is the ``last``
+    stage), as a checkpointed stage's recomputation and backward hold it: the output is dropped
+    unless the stage saves it, its gradient is allocated when backward reaches the stage and
+    freed once consumed, the input's gradient is computed when ``grad_input``. The parameter
+    gradients' buffers are the same at both micro-batches, so they drop out (a stage whose
+    weights outweigh nine samples' activations is under-counted: its saved bytes bound it)."""
     def step(x: torch.Tensor) -> None:
-        out = stage.forward(model, x)
         if last:
-            nn.functional.cross_entropy(out, torch.zeros(len(x), dtype=torch.long), reduction="sum").backward()
+            end = nn.functional.cross_entropy(stage.forward(model, x), torch.zeros(len(x), dtype=torch.long),
+                                              reduction="sum")
         else:
-            out.backward(torch.ones_like(out))
+            end = _OutputGradient.apply(stage.forward(model, x))
+        end.backward()
 
     peaks = {}
     for b in (1, 1, 9):  # the first run warms up the kernels' lazily initialised state
