@@ -144,44 +144,49 @@ class _OutputBytes(TorchDispatchMode):
 
 
 class _OutputGradient(torch.autograd.Function):
-    """Ends a stage's graph in a scalar whose backward allocates the output's gradient (ones),
-    as the next stage's backward would hand it over: the output itself need not stay alive,
-    and the engine frees the gradient once the stage's last operator has consumed it."""
+    """Ends a stage's graph in a scalar whose backward hands over ``grad``, the output's gradient,
+    as the next stage's backward would: the output itself need not stay alive, and the engine
+    frees the gradient once the stage's last operator has consumed it."""
 
     @staticmethod
-    def forward(ctx: Any, y: torch.Tensor) -> torch.Tensor:
-        ctx.shape, ctx.dtype = y.shape, y.dtype
+    def forward(ctx: Any, y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        ctx.grad = [grad]  # popped in backward, so only the engine holds it from there on
         return y.new_zeros(())
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        return torch.ones(ctx.shape, dtype=ctx.dtype)
+    def backward(ctx: Any, _: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return ctx.grad.pop(), None
 
 
 def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor], grad_input: bool,
                       last: bool) -> float:
     """Per-sample allocator peak of ``stage``'s forward + backward alone, beyond its input
-    (``xs``: its inputs at micro-batches 1 and 9; the loss after it when it is the ``last``
-    stage), as a checkpointed stage's recomputation and backward hold it: the output is dropped
-    unless the stage saves it, its gradient is allocated when backward reaches the stage and
-    freed once consumed, the input's gradient is computed when ``grad_input``. The parameter
-    gradients' buffers are the same at both micro-batches, so they drop out (a stage whose
-    weights outweigh nine samples' activations is under-counted: its saved bytes bound it)."""
-    def step(x: torch.Tensor) -> None:
+    (``xs``: its inputs at micro-batches 2 and 10; the loss after it when it is the ``last``
+    stage), as a checkpointed stage's recomputation holds it: the output's gradient exists
+    before the forward runs (backward reaches the stage, then recomputes it) and is freed once
+    consumed, the output is dropped unless the stage saves it, the input's gradient is computed
+    when ``grad_input``. The parameter gradients' buffers are the same at both micro-batches, so
+    they drop out (a stage whose weights outweigh ten samples' activations is under-counted: its
+    saved bytes bound it). Not micro-batch 1: a residual block's step peaks there as high as at 2."""
+    def step(x: torch.Tensor, shape: torch.Size) -> None:
         if last:
             end = nn.functional.cross_entropy(stage.forward(model, x), torch.zeros(len(x), dtype=torch.long),
                                               reduction="sum")
         else:
-            end = _OutputGradient.apply(stage.forward(model, x))
+            grad = torch.ones(shape)
+            end = _OutputGradient.apply(stage.forward(model, x), grad)
+            del grad
         end.backward()
 
     peaks = {}
-    for b in (1, 1, 9):  # the first run warms up the kernels' lazily initialised state
+    for b in (2, 2, 10):  # the first run warms up the kernels' lazily initialised state
         x = xs[b].detach().clone().requires_grad_(grad_input)
+        with torch.no_grad():
+            shape = stage.forward(model, x).shape
         model.zero_grad(set_to_none=True)
-        peaks[b] = peak_live_bytes(lambda: step(x))
+        peaks[b] = peak_live_bytes(lambda: step(x, shape))
     model.zero_grad(set_to_none=True)
-    return (peaks[9] - peaks[1]) / 8
+    return (peaks[10] - peaks[2]) / 8
 
 
 @torch.no_grad()
@@ -234,7 +239,7 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
     xs = {b: probe_inputs(input_shape, b, seed=b) for b in (1, 9)}
     x2 = probe_inputs(input_shape, 2, seed=2)
     small, large = (_saved_by_stage(model, stages, xs[b]) for b in (1, 9))
-    xs1 = dict(xs)
+    xs1 = {**xs, **{b: probe_inputs(input_shape, b, seed=b) for b in (2, 10)}}
     out: list[StageCost] = []
     for i, stage in enumerate(stages):
         params = [p for n, p in model.named_parameters() if stage.owns(n)]

@@ -19,9 +19,12 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
   activations peak at ``B · max(ΣI + I_{n-1} + R_{n-1}, max_i(Σ_{j≤i} I_j + R_i))`` over the
   backward phases, ``R_i`` stage i's own training-step peak beyond its input, measured with the
-  tensor allocator (its saved activations and its backward's gradient buffers: on an inverted
-  residual block the gradients of the 6×-expanded activations add half again to what it
-  saves); the whole model's ``T`` is not charged on top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
+  tensor allocator as its recomputation holds it (its saved activations and its backward's
+  gradient buffers: on an inverted residual block the gradients of the 6×-expanded activations
+  add half again to what it saves; the output's gradient is alive through the recomputed
+  forward, which on a residual block peaks above its backward), at least what it saves, and
+  never more per sample than the measured plain step; the whole model's ``T`` is not charged on
+  top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
 - QAT: a fake-quantised copy of every weight lives through backward (``+P``); ~6 FLOPs per
   weight per step and per activation element per sample.
 - partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
