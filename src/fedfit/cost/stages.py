@@ -53,6 +53,9 @@ class StageCost:
             activations plus the backward's gradient buffers in flight (the gradients of its
             output, of its inner activations and of its input). What recomputing the stage in
             backward holds beside the checkpointed inputs; 0 when not measured.
+        step_fixed_bytes: the batch-independent part of that step's peak beyond the stage's
+            parameter gradients (micro-batch 1's peak less one sample's; a residual block's step
+            peaks as high at 1 as at 2); 0 when not measured.
     """
 
     name: str
@@ -67,6 +70,7 @@ class StageCost:
     saves_input: bool = False
     transient_bytes: float = 0.0
     step_bytes: float = 0.0
+    step_fixed_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
@@ -159,15 +163,17 @@ class _OutputGradient(torch.autograd.Function):
 
 
 def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor], grad_input: bool,
-                      last: bool) -> float:
-    """Per-sample allocator peak of ``stage``'s forward + backward alone, beyond its input
+                      last: bool) -> tuple[float, float]:
+    """(per sample, fixed) allocator peak of ``stage``'s forward + backward alone, beyond its input
     (``xs``: its inputs at micro-batches 2 and 10; the loss after it when it is the ``last``
     stage), as a checkpointed stage's recomputation holds it: the output's gradient exists
     before the forward runs (backward reaches the stage, then recomputes it) and is freed once
     consumed, the output is dropped unless the stage saves it, the input's gradient is computed
     when ``grad_input``. The parameter gradients' buffers are the same at both micro-batches, so
     they drop out (a stage whose weights outweigh ten samples' activations is under-counted: its
-    saved bytes bound it). Not micro-batch 1: a residual block's step peaks there as high as at 2."""
+    saved bytes bound it). The slope is not taken from micro-batch 1, where a residual block's
+    step peaks as high as at 2: that goes into the fixed part, micro-batch 1's peak less one
+    sample's and less the stage's parameter gradients (resident state, charged apart)."""
     def step(x: torch.Tensor, shape: torch.Size) -> None:
         if last:
             end = nn.functional.cross_entropy(stage.forward(model, x), torch.zeros(len(x), dtype=torch.long),
@@ -179,14 +185,16 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
         end.backward()
 
     peaks = {}
-    for b in (2, 2, 10):  # the first run warms up the kernels' lazily initialised state
+    for b in (2, 1, 2, 10):  # the first run warms up the kernels' lazily initialised state
         x = xs[b].detach().clone().requires_grad_(grad_input)
         with torch.no_grad():
             shape = stage.forward(model, x).shape
         model.zero_grad(set_to_none=True)
         peaks[b] = peak_live_bytes(lambda: step(x, shape))
     model.zero_grad(set_to_none=True)
-    return (peaks[10] - peaks[2]) / 8
+    per_sample = (peaks[10] - peaks[2]) / 8
+    grads = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if stage.owns(n))
+    return per_sample, max(0.0, peaks[1] - per_sample - grads)
 
 
 @torch.no_grad()
@@ -253,9 +261,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             input_bytes=float(x2[0].numel() * x2.element_size()),
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
+        step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
-                                      transient_bytes=_transient(model, stage, xs1[9]),
-                                      step_bytes=_stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1))
+                                      transient_bytes=_transient(model, stage, xs1[9]), step_bytes=step,
+                                      step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)

@@ -78,22 +78,38 @@ def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
     return max((s.transient_bytes for s in stages), default=0.0)
 
 
-def _trained_activations(t: Techniques, cost: ModelCost, f: int) -> float:
-    """Per-sample bytes of the trained stages' backward: their saved activations and the
-    backward's gradient buffers; under checkpointing the largest backward phase (kept inputs
-    and one stage's own measured step, its gradient buffers included)."""
+def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float, float]]:
+    """(per sample, fixed) bytes of each backward phase of the trained stages. Without
+    checkpointing one: their saved activations and the backward's gradient buffers, with the
+    plain step's fixed term. Under checkpointing one per stage: the kept inputs and that stage's
+    own measured step (gradient buffers included), with the step's own fixed term."""
     stages = cost.stages
     n = len(stages)
     if f >= n:
-        return 0.0
+        return [(0.0, cost.activation_fixed_bytes)]
     if not t.checkpointing or f >= n - 1:
         head = stages[f].isolated_bytes if f > 0 else stages[0].activation_bytes
-        return head + sum(s.activation_bytes for s in stages[f + 1:]) + _backward_buffers(t, cost)
+        per_sample = head + sum(s.activation_bytes for s in stages[f + 1:]) + _backward_buffers(t, cost)
+        return [(per_sample, cost.activation_fixed_bytes)]
     kept = [s.input_bytes for s in stages[f:n - 1]]
     tail = stages[-1]  # backward of the (not checkpointed) last stage, beside every kept input
     last = sum(kept) + (tail.input_bytes if tail.saves_input else 0.0) + tail.recompute_bytes
-    recompute = [sum(kept[: j + 1]) + stages[f + j].recompute_bytes for j in range(len(kept))]
-    return max(last, *recompute)
+    recompute = [(sum(kept[: j + 1]) + stages[f + j].recompute_bytes, stages[f + j].step_fixed_bytes)
+                 for j in range(len(kept))]
+    return [(last, tail.step_fixed_bytes), *recompute]
+
+
+def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
+    """Activation bytes at the backward's peak beyond the plain step's fixed term (which
+    :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
+    (dropping or recomputing saved tensors holds no more than it), at least the frozen stages'
+    forward; none at micro-batch 0 (the optimiser step's phase)."""
+    if micro_batch == 0:
+        return 0.0
+    plain = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
+    trained = min(max(a * micro_batch + c for a, c in _trained_phases(t, cost, f)), plain)
+    frozen = _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes
+    return max(frozen, trained) - cost.activation_fixed_bytes
 
 
 def _state(memory: MemoryModel) -> int:
@@ -105,10 +121,7 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     t, st = plan.techniques, cost.stages
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
     f = _first(t, st)
-    # dropping or recomputing saved tensors never holds more per sample than the measured plain step
-    trained_per_sample = min(_trained_activations(t, cost, f), cost.peak_bytes_per_sample)
-    per_sample = max(_frozen_forward(st[:f]), trained_per_sample)
-    peak = cost.param_bytes + trained * _state(memory) + per_sample * plan.micro_batch
+    peak = cost.param_bytes + trained * _state(memory) + _activations(t, cost, f, plan.micro_batch)
     if t.qat_bits is not None:
         peak += cost.param_bytes
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet
