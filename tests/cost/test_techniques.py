@@ -54,6 +54,19 @@ def test_checkpointing_charges_each_recomputed_stages_own_step_peak_not_the_whol
     assert plan_peak_bytes(MEM, roomy, _plan(checkpointing=True)) == 1240 + 2480 + 1800 * 10
 
 
+def test_checkpointed_phases_carry_their_own_fixed_bytes_in_place_of_the_plain_steps() -> None:
+    # as above with 500 B of buffers, a's step has 5000 B of fixed bytes and the plain step 10000:
+    # B = 10: a: 1800·10 + 5000 = 23000 > b: 15000, under the plain 1940·10 + 10000 = 29400;
+    # B = 1: a: 1800 + 5000 = 6800, the plain step's 11940 does not apply.
+    stages = (dataclasses.replace(STAGES[0], step_bytes=1500.0, step_fixed_bytes=5000.0),
+              dataclasses.replace(STAGES[1], step_bytes=700.0), dataclasses.replace(STAGES[2], step_bytes=60.0))
+    cost = dataclasses.replace(COST, stages=stages, backward_transient_bytes_per_sample=500.0,
+                               activation_fixed_bytes=10000.0)
+    assert plan_peak_bytes(MEM, cost, _plan(checkpointing=True)) == 1240 + 2480 + 23000
+    one = TrainPlan(0, 0, micro_batch=1, techniques=Techniques(checkpointing=True))
+    assert plan_peak_bytes(MEM, cost, one) == 1240 + 2480 + 6800
+
+
 def test_selective_head_drops_early_activations_state_and_backward() -> None:
     plan = _plan(train_stages=(2,))
     assert plan_peak_bytes(MEM, COST, plan) == 1240 + 40 * 2 + 140 * 10

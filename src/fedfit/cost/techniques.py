@@ -103,13 +103,15 @@ def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> fl
     """Activation bytes at the backward's peak beyond the plain step's fixed term (which
     :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
     (dropping or recomputing saved tensors holds no more than it), at least the frozen stages'
-    forward; none at micro-batch 0 (the optimiser step's phase)."""
+    forward; none at micro-batch 0 (the optimiser step's phase). Negative when checkpointing's
+    phases hold less than the plain step's fixed term."""
     if micro_batch == 0:
         return 0.0
     plain = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
     trained = min(max(a * micro_batch + c for a, c in _trained_phases(t, cost, f)), plain)
-    frozen = _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes
-    return max(frozen, trained) - cost.activation_fixed_bytes
+    if f > 0:  # frozen stages run forward first
+        trained = max(trained, _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes)
+    return trained - cost.activation_fixed_bytes
 
 
 def _state(memory: MemoryModel) -> int:
