@@ -49,9 +49,10 @@ class StageCost:
         transient_bytes: live bytes per sample while the stage runs forward without autograd
             (its input plus its largest operator's input and output): all a frozen stage costs.
         step_bytes: peak live bytes per sample of the stage's own forward and backward run
-            alone, its input excluded, measured with the tensor allocator: its saved
-            activations plus the backward's gradient buffers in flight (the gradients of its
-            output, of its inner activations and of its input). What recomputing the stage in
+            alone, its input excluded, measured with the tensor allocator as a checkpointed
+            recomputation holds it: its saved activations plus the backward's gradient buffers
+            in flight (the gradients of its output, of its inner activations and of its input),
+            the output's gradient alive from before the forward. What recomputing the stage in
             backward holds beside the checkpointed inputs; 0 when not measured.
         step_fixed_bytes: the batch-independent part of that step's peak beyond the stage's
             parameter gradients (micro-batch 1's peak less one sample's; a residual block's step
