@@ -8,10 +8,14 @@ tensor bytes, which is what the tensor allocator holds at the task's worst momen
 ``MemoryModel(workspace_bytes=0).peak_bytes(measure(spec), micro_batch)``: the tensor part of the
 model (the 256 KiB workspace is the runtime's memory outside the tensor allocator, so the
 allocator cannot see it). Error = (predicted − measured) / measured. ``--optimizer`` picks the
-local optimiser (``sgd``, ``momentum``, ``decay``, ``adam``) to check the optimiser terms.
+local optimiser (``sgd``, ``momentum``, ``decay``, ``adam``) to check the optimiser terms;
+``--technique checkpointing`` trains with activation checkpointing over the model's stages and
+predicts with :func:`fedfit.cost.techniques.plan_peak_bytes`.
 
     PYTHONPATH=src python bench/memory_model.py [--optimizer sgd] [--models logreg,mlp,cnn,cnn1d]
-        [--batches 1,2,4,8,16,32,64,128]   # also lstm and mobilenetv2 (width 0.35, 3x64x64, batch-norm)
+        [--batches 1,2,4,8,16,32,64,128] [--technique plain]
+        # also lstm, resnet8, resnet20 (batch-norm), mobilenetv2 (width 0.35, 3x64x64, batch-norm)
+        # and mobilenetv2@96 (width 0.5, 3x96x96, batch-norm: the realistic catalogue's reference)
 """
 
 from __future__ import annotations
@@ -24,47 +28,53 @@ import sys
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 MODELS = {"logreg": ((1, 28, 28), 10), "mlp": ((1, 28, 28), 10), "cnn": ((1, 28, 28), 10),
-          "cnn1d": ((1, 1024), 4), "lstm": ((1, 28, 28), 10), "mobilenetv2": ((3, 64, 64), 10)}
+          "cnn1d": ((1, 1024), 4), "lstm": ((1, 28, 28), 10), "resnet8": ((1, 28, 28), 10),
+          "resnet20": ((1, 28, 28), 10), "mobilenetv2": ((3, 64, 64), 10), "mobilenetv2@96": ((3, 96, 96), 10)}
 DEFAULT_MODELS = ("logreg", "mlp", "cnn", "cnn1d")
-#: Spec options beyond shape and classes (MobileNetV2 small, with its batch-norms).
-OPTIONS: dict[str, dict[str, object]] = {"mobilenetv2": {"width": 0.35, "norm": "batch"}}
+#: Spec options beyond shape and classes (the residual networks and MobileNetV2 with their batch-norms).
+OPTIONS: dict[str, dict[str, object]] = {"resnet8": {"norm": "batch"}, "resnet20": {"norm": "batch"},
+                                         "mobilenetv2": {"width": 0.35, "norm": "batch"},
+                                         "mobilenetv2@96": {"width": 0.5, "norm": "batch"}}
+TECHNIQUES = {"plain": {}, "checkpointing": {"checkpointing": True}}
 OPTIMIZERS = {"sgd": {}, "momentum": {"momentum": 0.9}, "decay": {"weight_decay": 1e-4}, "adam": {"kind": "adam"}}
 
 _CHILD = r"""
 import json, sys
 import torch
 from fedfit.cost import MemoryModel, measure
+from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.cost.allocator import peak_live_bytes
 from fedfit.models import ModelSpec
 from fedfit.training.optimizers import OptimizerConfig
 from fedfit.training.trainer import train
-from fedfit.types import TrainPlan
+from fedfit.types import Techniques, TrainPlan
 
-name, shape, classes, batch, opt = sys.argv[1], tuple(json.loads(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
+name, shape, classes, batch, opt = sys.argv[1].split("@")[0], tuple(json.loads(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
 torch.set_num_threads(1)
 spec = ModelSpec(name, shape, classes, **json.loads(sys.argv[6]))
+techniques = Techniques(**json.loads(sys.argv[7]))
 optimizer = OptimizerConfig(**opt)
 cost = measure(spec)
 model = spec.build()
 params = {k: v.detach().clone() for k, v in model.state_dict().items()}
 gen = torch.Generator().manual_seed(1)
 x, y = torch.randn((2 * batch, *shape), generator=gen), torch.randint(0, classes, (2 * batch,), generator=gen)
-plan = TrainPlan(device_id=0, round=0, micro_batch=batch, lr=0.01)
+plan = TrainPlan(device_id=0, round=0, micro_batch=batch, lr=0.01, techniques=techniques)
 train(spec.build(), params, x, y, plan, seed=0, optimizer=optimizer)
 growth = peak_live_bytes(lambda: train(model, params, x, y, plan, seed=0, optimizer=optimizer))
 memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=0, step_temporaries=optimizer.step_temporaries)
-print(json.dumps({"measured": cost.param_bytes + growth, "predicted": memory.peak_bytes(cost, batch),
+print(json.dumps({"measured": cost.param_bytes + growth, "predicted": plan_peak_bytes(memory, cost, plan),
                   "params": cost.param_bytes, "per_sample": cost.peak_bytes_per_sample,
                   "margin": cost.memory_error}))
 """
 
 
-def run_point(name: str, batch: int, optimizer: str) -> dict[str, float]:
+def run_point(name: str, batch: int, optimizer: str, technique: str = "plain") -> dict[str, float]:
     """One (model, micro-batch) measured in a fresh process."""
     shape, classes = MODELS[name]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     args = [name, json.dumps(shape), str(classes), str(batch), json.dumps(OPTIMIZERS[optimizer]),
-            json.dumps(OPTIONS.get(name, {}))]
+            json.dumps(OPTIONS.get(name, {})), json.dumps(TECHNIQUES[technique])]
     out = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True, env=env)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -74,21 +84,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
+    parser.add_argument("--technique", choices=sorted(TECHNIQUES), default="plain")
     parser.add_argument("--batches", default=",".join(map(str, BATCHES)), help="comma-separated micro-batches")
     args = parser.parse_args()
     models, batches = args.models.split(","), [int(b) for b in args.batches.split(",")]
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         parser.error(f"--models: unknown model {unknown[0]!r} (known: {', '.join(MODELS)})")
-    print(f"optimizer: {args.optimizer}; allocator: torch.profiler memory events, fresh process per row")
-    print(f"{'model':11} {'batch':>5} {'predicted B':>12} {'measured B':>12} {'error':>7} {'× params':>8} {'margin':>7}")
+    print(f"optimizer: {args.optimizer}; technique: {args.technique}; allocator: torch.profiler memory events, fresh process per row")
+    print(f"{'model':14} {'batch':>5} {'predicted B':>12} {'measured B':>12} {'error':>7} {'× params':>8} {'margin':>7}")
     worst = 0.0
     for name in models:
         for batch in batches:
-            r = run_point(name, batch, args.optimizer)
+            r = run_point(name, batch, args.optimizer, args.technique)
             error = (r["predicted"] - r["measured"]) / r["measured"]
             worst = max(worst, abs(error))
-            print(f"{name:11} {batch:5d} {r['predicted']:12.0f} {r['measured']:12.0f} {error:7.2%} "
+            print(f"{name:14} {batch:5d} {r['predicted']:12.0f} {r['measured']:12.0f} {error:7.2%} "
                   f"{r['measured'] / r['params']:8.2f} {r['margin']:7.2%}")
     print(f"worst |error|: {worst:.2%} (target 10%)")
 

@@ -11,7 +11,7 @@ from fedfit.devices import TIERS
 from fedfit.models import ModelSpec
 from fedfit.policy.batching import decide_batch
 from fedfit.training.trainer import train
-from fedfit.types import TrainPlan
+from fedfit.types import Techniques, TrainPlan
 from tests.helpers import state
 
 SPECS = {"logreg": ModelSpec("logreg", (1, 28, 28), 10), "mlp": ModelSpec("mlp", (1, 28, 28), 10),
@@ -19,14 +19,15 @@ SPECS = {"logreg": ModelSpec("logreg", (1, 28, 28), 10), "mlp": ModelSpec("mlp",
 TENSORS_ONLY = MemoryModel(workspace_bytes=0)  # the allocator sees tensors, not the runtime's workspace
 
 
-def trainer_peak_bytes(spec: ModelSpec, micro_batch: int, steps: int = 2) -> int:
+def trainer_peak_bytes(spec: ModelSpec, micro_batch: int, steps: int = 2,
+                       techniques: Techniques = Techniques()) -> int:
     """Allocator-measured peak of fedfit's ``train`` over ``steps`` steps: weights + live growth."""
     model = spec.build()
     params = {k: v.detach().clone() for k, v in model.state_dict().items()}
     gen = torch.Generator().manual_seed(1)
     x = torch.randn((micro_batch * steps, *spec.input_shape), generator=gen)
     y = torch.randint(0, spec.num_classes, (micro_batch * steps,), generator=gen)
-    plan = TrainPlan(device_id=0, round=0, micro_batch=micro_batch, lr=0.01)
+    plan = TrainPlan(device_id=0, round=0, micro_batch=micro_batch, lr=0.01, techniques=techniques)
     train(spec.build(), params, x, y, plan, seed=0)  # warm-up: lazily initialised kernels
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     return weights + peak_live_bytes(lambda: train(model, params, x, y, plan, seed=0))

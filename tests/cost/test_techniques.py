@@ -40,6 +40,33 @@ def test_checkpointing_keeps_inputs_plus_the_largest_recomputed_stage() -> None:
     assert device == (176.0 + 10.0 + 50.0) * 4  # one more forward of a and b
 
 
+def test_checkpointing_charges_each_recomputed_stages_own_step_peak_not_the_whole_models_buffers() -> None:
+    # stage step peaks beyond their input (saved bytes + backward's gradient buffers): a 1500
+    # (saves 700), b 700 (saves 400), c 60 (saves 40). Backward phases: c: kept inputs 300+500
+    # + c's input 100 + 60 = 960; b recomputed: 300+500 + 700 = 1500; a: 300 + 1500 = 1800.
+    # The whole model's 50 B of buffers are not added; recomputing never holds more than the
+    # measured plain step (1440 + 50 = 1490), which caps it; with 500 B of buffers it does not.
+    steps = (1500.0, 700.0, 60.0)
+    stages = tuple(dataclasses.replace(s, step_bytes=b) for s, b in zip(STAGES, steps, strict=True))
+    cost = dataclasses.replace(COST, stages=stages, backward_transient_bytes_per_sample=50.0)
+    assert plan_peak_bytes(MEM, cost, _plan(checkpointing=True)) == 1240 + 2480 + 1490 * 10
+    roomy = dataclasses.replace(cost, backward_transient_bytes_per_sample=500.0)  # plain: 1940 per sample
+    assert plan_peak_bytes(MEM, roomy, _plan(checkpointing=True)) == 1240 + 2480 + 1800 * 10
+
+
+def test_checkpointed_phases_carry_their_own_fixed_bytes_in_place_of_the_plain_steps() -> None:
+    # as above with 500 B of buffers, a's step has 5000 B of fixed bytes and the plain step 10000:
+    # B = 10: a: 1800·10 + 5000 = 23000 > b: 15000, under the plain 1940·10 + 10000 = 29400;
+    # B = 1: a: 1800 + 5000 = 6800, the plain step's 11940 does not apply.
+    stages = (dataclasses.replace(STAGES[0], step_bytes=1500.0, step_fixed_bytes=5000.0),
+              dataclasses.replace(STAGES[1], step_bytes=700.0), dataclasses.replace(STAGES[2], step_bytes=60.0))
+    cost = dataclasses.replace(COST, stages=stages, backward_transient_bytes_per_sample=500.0,
+                               activation_fixed_bytes=10000.0)
+    assert plan_peak_bytes(MEM, cost, _plan(checkpointing=True)) == 1240 + 2480 + 23000
+    one = TrainPlan(0, 0, micro_batch=1, techniques=Techniques(checkpointing=True))
+    assert plan_peak_bytes(MEM, cost, one) == 1240 + 2480 + 6800
+
+
 def test_selective_head_drops_early_activations_state_and_backward() -> None:
     plan = _plan(train_stages=(2,))
     assert plan_peak_bytes(MEM, COST, plan) == 1240 + 40 * 2 + 140 * 10
@@ -103,7 +130,7 @@ def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
 
 def test_backward_buffers_are_charged_when_backward_reaches_the_first_stage() -> None:
     with_buffers = dataclasses.replace(COST, backward_transient_bytes_per_sample=50.0)
-    for techniques in ({}, {"checkpointing": True}, {"keep_fraction": 0.5}, {"sparsity": 0.9}):
+    for techniques in ({}, {"keep_fraction": 0.5}, {"sparsity": 0.9}):
         plain = plan_peak_bytes(MEM, COST, _plan(**techniques))
         assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plain + 50 * 10
     head_only = _plan(train_stages=(2,))

@@ -34,8 +34,11 @@ def _peak(t: Techniques, micro: int) -> int:
 
 
 def _hand_batch(t: Techniques, free: int) -> int:
-    """From the predicted costs: fixed = peak at 0 samples, per sample = peak(1) − peak(0)."""
-    fixed, per_sample = _peak(t, 0), _peak(t, 1) - _peak(t, 0)
+    """From the predicted costs, affine from one sample on (a checkpointed plan's phases carry their
+    own fixed bytes, so the line need not pass through the peak at 0 samples): per sample =
+    peak(2) − peak(1), fixed = peak(1) − per sample."""
+    per_sample = _peak(t, 2) - _peak(t, 1)
+    fixed = _peak(t, 1) - per_sample
     return (free - fixed) // per_sample
 
 

@@ -1,9 +1,11 @@
 """Measure each stage of a model: parameters, FLOPs, saved activations, boundary bytes.
 
 The memory and time formulas of the techniques (:mod:`fedfit.cost.techniques`) need costs per
-stage: checkpointing keeps only stage inputs, freezing drops the backward of early stages,
-split learning sends the cut stage's output. Measured like :mod:`fedfit.cost.profile`: FLOPs by
-``FlopCounterMode``, saved bytes by saved-tensor hooks, on the real module.
+stage: checkpointing keeps only stage inputs and recomputes one stage at a time in backward,
+freezing drops the backward of early stages, split learning sends the cut stage's output.
+Measured like :mod:`fedfit.cost.profile`: FLOPs by ``FlopCounterMode``, saved bytes by
+saved-tensor hooks, a stage's own training-step peak by the tensor allocator
+(:func:`fedfit.cost.allocator.peak_live_bytes`), on the real module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
+from fedfit.cost.allocator import peak_live_bytes
 from fedfit.models.custom import probe_inputs
 from fedfit.models.stages import Stage, stages_of
 
@@ -45,6 +48,15 @@ class StageCost:
         saves_input: whether the stage saves its own input for backward.
         transient_bytes: live bytes per sample while the stage runs forward without autograd
             (its input plus its largest operator's input and output): all a frozen stage costs.
+        step_bytes: peak live bytes per sample of the stage's own forward and backward run
+            alone, its input excluded, measured with the tensor allocator as a checkpointed
+            recomputation holds it: its saved activations plus the backward's gradient buffers
+            in flight (the gradients of its output, of its inner activations and of its input),
+            the output's gradient alive from before the forward. What recomputing the stage in
+            backward holds beside the checkpointed inputs; 0 when not measured.
+        step_fixed_bytes: the batch-independent part of that step's peak beyond the stage's
+            parameter gradients (micro-batch 1's peak less one sample's; a residual block's step
+            peaks as high at 1 as at 2); 0 when not measured.
     """
 
     name: str
@@ -58,11 +70,19 @@ class StageCost:
     isolated_bytes: float = 0.0
     saves_input: bool = False
     transient_bytes: float = 0.0
+    step_bytes: float = 0.0
+    step_fixed_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
         """Saved bytes per sample other than the stage's input (what a recomputation adds)."""
         return self.isolated_bytes - (self.input_bytes if self.saves_input else 0.0)
+
+    @property
+    def recompute_bytes(self) -> float:
+        """Bytes per sample a recomputed stage's backward holds beyond its input: the measured
+        step peak, at least its saved bytes (a hand-built cost without ``step_bytes``)."""
+        return max(self.step_bytes, self.internal_bytes)
 
     @property
     def param_bytes(self) -> int:
@@ -128,6 +148,56 @@ class _OutputBytes(TorchDispatchMode):
         return out
 
 
+class _OutputGradient(torch.autograd.Function):
+    """Ends a stage's graph in a scalar whose backward hands over ``grad``, the output's gradient,
+    as the next stage's backward would: the output itself need not stay alive, and the engine
+    frees the gradient once the stage's last operator has consumed it."""
+
+    @staticmethod
+    def forward(ctx: Any, y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        ctx.grad = [grad]  # popped in backward, so only the engine holds it from there on
+        return y.new_zeros(())
+
+    @staticmethod
+    def backward(ctx: Any, _: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return ctx.grad.pop(), None
+
+
+def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor], grad_input: bool,
+                      last: bool) -> tuple[float, float]:
+    """(per sample, fixed) allocator peak of ``stage``'s forward + backward alone, beyond its input
+    (``xs``: its inputs at micro-batches 2 and 10; the loss after it when it is the ``last``
+    stage), as a checkpointed stage's recomputation holds it: the output's gradient exists
+    before the forward runs (backward reaches the stage, then recomputes it) and is freed once
+    consumed, the output is dropped unless the stage saves it, the input's gradient is computed
+    when ``grad_input``. The parameter gradients' buffers are the same at both micro-batches, so
+    they drop out (a stage whose weights outweigh ten samples' activations is under-counted: its
+    saved bytes bound it). The slope is not taken from micro-batch 1, where a residual block's
+    step peaks as high as at 2: that goes into the fixed part, micro-batch 1's peak less one
+    sample's and less the stage's parameter gradients (resident state, charged apart)."""
+    def step(x: torch.Tensor, shape: torch.Size) -> None:
+        if last:
+            end = nn.functional.cross_entropy(stage.forward(model, x), torch.zeros(len(x), dtype=torch.long),
+                                              reduction="sum")
+        else:
+            grad = torch.ones(shape)
+            end = _OutputGradient.apply(stage.forward(model, x), grad)
+            del grad
+        end.backward()
+
+    peaks = {}
+    for b in (2, 1, 2, 10):  # the first run warms up the kernels' lazily initialised state
+        x = xs[b].detach().clone().requires_grad_(grad_input)
+        with torch.no_grad():
+            shape = stage.forward(model, x).shape
+        model.zero_grad(set_to_none=True)
+        peaks[b] = peak_live_bytes(lambda: step(x, shape))
+    model.zero_grad(set_to_none=True)
+    per_sample = (peaks[10] - peaks[2]) / 8
+    grads = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if stage.owns(n))
+    return per_sample, max(0.0, peaks[1] - per_sample - grads)
+
+
 @torch.no_grad()
 def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
     """Per-sample live bytes of a gradient-free forward: input + 2 × the largest operator output."""
@@ -178,7 +248,7 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
     xs = {b: probe_inputs(input_shape, b, seed=b) for b in (1, 9)}
     x2 = probe_inputs(input_shape, 2, seed=2)
     small, large = (_saved_by_stage(model, stages, xs[b]) for b in (1, 9))
-    xs1 = dict(xs)
+    xs1 = {**xs, **{b: probe_inputs(input_shape, b, seed=b) for b in (2, 10)}}
     out: list[StageCost] = []
     for i, stage in enumerate(stages):
         params = [p for n, p in model.named_parameters() if stage.owns(n)]
@@ -192,8 +262,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             input_bytes=float(x2[0].numel() * x2.element_size()),
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
+        step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
-                                      transient_bytes=_transient(model, stage, xs1[9]))
+                                      transient_bytes=_transient(model, stage, xs1[9]), step_bytes=step,
+                                      step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)

@@ -8,7 +8,7 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
 - plain: ``P + P(g+s) + B (ΣA + T)`` (+ fixed step bytes + workspace, as :class:`MemoryModel`;
   ``T`` the measured step's per-sample bytes beyond the saved activations — backward's
   gradient buffers — charged (when positive) to every plan whose backward reaches the first
-  stage: plain, checkpointing, QAT, importance, partial, pruning). Every plan's peak is the
+  stage without recomputation: plain, QAT, importance, partial, pruning). Every plan's peak is the
   larger of that and its optimiser step's: the plan's state at ``B = 0`` plus the step's
   temporaries (:meth:`MemoryModel.step_bytes`).
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
@@ -17,8 +17,14 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   stage, its input plus its largest operator's input and output); no backward before f.
 - checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): stages
   ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
-  activations peak at ``B · max(ΣI + S_{n-1}, max_i(Σ_{j≤i} I_j + S_i - own input))`` over the
-  backward phases; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
+  activations peak at ``B · max(ΣI + I_{n-1} + R_{n-1}, max_i(Σ_{j≤i} I_j + R_i))`` over the
+  backward phases, ``R_i`` stage i's own training-step peak beyond its input, measured with the
+  tensor allocator as its recomputation holds it (its saved activations and its backward's
+  gradient buffers: on an inverted residual block the gradients of the 6×-expanded activations
+  add half again to what it saves; the output's gradient is alive through the recomputed
+  forward, which on a residual block peaks above its backward), at least what it saves, and
+  never more per sample than the measured plain step; the whole model's ``T`` is not charged on
+  top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
 - QAT: a fake-quantised copy of every weight lives through backward (``+P``); ~6 FLOPs per
   weight per step and per activation element per sample.
 - partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
@@ -72,17 +78,40 @@ def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
     return max((s.transient_bytes for s in stages), default=0.0)
 
 
-def _trained_activations(t: Techniques, stages: tuple[StageCost, ...], f: int) -> float:
+def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float, float]]:
+    """(per sample, fixed) bytes of each backward phase of the trained stages. Without
+    checkpointing one: their saved activations and the backward's gradient buffers, with the
+    plain step's fixed term. Under checkpointing one per stage: the kept inputs and that stage's
+    own measured step (gradient buffers included), with the step's own fixed term."""
+    stages = cost.stages
     n = len(stages)
     if f >= n:
-        return 0.0
+        return [(0.0, cost.activation_fixed_bytes)]
     if not t.checkpointing or f >= n - 1:
         head = stages[f].isolated_bytes if f > 0 else stages[0].activation_bytes
-        return head + sum(s.activation_bytes for s in stages[f + 1:])
+        per_sample = head + sum(s.activation_bytes for s in stages[f + 1:]) + _backward_buffers(t, cost)
+        return [(per_sample, cost.activation_fixed_bytes)]
     kept = [s.input_bytes for s in stages[f:n - 1]]
-    last = sum(kept) + stages[-1].isolated_bytes  # backward of the (not checkpointed) last stage
-    recompute = [sum(kept[: j + 1]) + stages[f + j].internal_bytes for j in range(len(kept))]
-    return max(last, *recompute)
+    tail = stages[-1]  # backward of the (not checkpointed) last stage, beside every kept input
+    last = sum(kept) + (tail.input_bytes if tail.saves_input else 0.0) + tail.recompute_bytes
+    recompute = [(sum(kept[: j + 1]) + stages[f + j].recompute_bytes, stages[f + j].step_fixed_bytes)
+                 for j in range(len(kept))]
+    return [(last, tail.step_fixed_bytes), *recompute]
+
+
+def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
+    """Activation bytes at the backward's peak beyond the plain step's fixed term (which
+    :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
+    (dropping or recomputing saved tensors holds no more than it), at least the frozen stages'
+    forward; none at micro-batch 0 (the optimiser step's phase). Negative when checkpointing's
+    phases hold less than the plain step's fixed term."""
+    if micro_batch == 0:
+        return 0.0
+    plain = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
+    trained = min(max(a * micro_batch + c for a, c in _trained_phases(t, cost, f)), plain)
+    if f > 0:  # frozen stages run forward first
+        trained = max(trained, _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes)
+    return trained - cost.activation_fixed_bytes
 
 
 def _state(memory: MemoryModel) -> int:
@@ -94,10 +123,7 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     t, st = plan.techniques, cost.stages
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
     f = _first(t, st)
-    # dropping or recomputing saved tensors never holds more per sample than the measured plain step
-    trained_per_sample = min(_trained_activations(t, st, f) + _backward_buffers(t, cost), cost.peak_bytes_per_sample)
-    per_sample = max(_frozen_forward(st[:f]), trained_per_sample)
-    peak = cost.param_bytes + trained * _state(memory) + per_sample * plan.micro_batch
+    peak = cost.param_bytes + trained * _state(memory) + _activations(t, cost, f, plan.micro_batch)
     if t.qat_bits is not None:
         peak += cost.param_bytes
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet
@@ -111,7 +137,8 @@ def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
     saved activations, when positive) when backward runs down to the first stage, where the
     model's largest activation sits; a plan whose backward stops earlier (selective,
     progressive, split) is charged none, an approximation that understates its peak by at most
-    that term."""
+    that term. Under checkpointing each recomputed stage's own measured buffers
+    (:attr:`StageCost.step_bytes`) are charged instead."""
     return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
 
 
