@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fedfit.config import parse_config
+from fedfit.config import ExperimentConfig, parse_config
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import resume, run
 
@@ -61,3 +61,17 @@ def test_an_async_auto_run_runs_its_update_budget_and_resumes_past_the_configs_r
         run(config, tmp_path / "cut", on_round=kill_after_version_5)
     resumed = resume(tmp_path / "cut")
     assert len(resumed.reports) == 6 and _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")
+
+
+def test_on_start_is_given_the_resolved_version_count_before_any_round(tmp_path: Path) -> None:
+    # the CLI's progress bar total: auto picks FedBuff with buffer 2 for k = 3 here (see above),
+    # so the config's 4 rounds resolve to ⌈4 · 3 / 2⌉ = 6 versions
+    seen: list[int] = []
+
+    def on_start(resolved: ExperimentConfig) -> None:
+        seen.append(resolved.orchestration.rounds)
+        raise Killed
+
+    with pytest.raises(Killed):
+        run(parse_config(RAW), None, on_round=_kill_after_round_2, on_start=on_start)
+    assert seen == [6]

@@ -25,7 +25,7 @@ from fedfit.config import ExperimentConfig, default_scenario, load_config, with_
 from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE, catalogue
 from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
-from fedfit.runner import OnRound, RunResult, resumable, resume, run
+from fedfit.runner import OnRound, OnStart, RunResult, resumable, resume, run
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import atomic, plot_accuracy
@@ -77,14 +77,16 @@ def _run_dir(config: ExperimentConfig, out: str | None) -> Path:
 
 def _run_with_progress(config: ExperimentConfig, run_dir: Path | None, console: Console,
                        force: bool = False) -> RunResult:
-    return _with_progress(config, console, lambda on_round: run(config, run_dir, on_round, force=force))
+    return _with_progress(config, console,
+                          lambda on_round, on_start: run(config, run_dir, on_round, force=force, on_start=on_start))
 
 
-def _with_progress(config: ExperimentConfig, console: Console, start: Callable[[OnRound | None], RunResult],
-                   done: int = 0) -> RunResult:
-    """``start(on_round)`` under a progress bar of ``config``'s rounds, ``done`` of them already run."""
+def _with_progress(config: ExperimentConfig, console: Console,
+                   start: Callable[[OnRound | None, OnStart | None], RunResult], done: int = 0) -> RunResult:
+    """``start(on_round, on_start)`` under a progress bar of the run's rounds (as resolved once
+    built: an async ``auto`` run counts its versions), ``done`` of them already run."""
     if not config.output.progress:
-        return start(None)
+        return start(None, None)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[status]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
@@ -95,7 +97,7 @@ def _with_progress(config: ExperimentConfig, console: Console, start: Callable[[
             acc = f"acc {r.accuracy:.3f}" if r.accuracy is not None else ""
             progress.update(task, advance=1, status=f"{acc} t={r.virtual_time_s / 60:.1f} min")
 
-        return start(on_round)
+        return start(on_round, lambda resolved: progress.update(task, total=resolved.orchestration.rounds))
 
 
 def _print_result(result: RunResult, run_dir: Path, console: Console) -> int:
@@ -152,7 +154,7 @@ def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     else:
         console.print(f"finishing {run_dir}: all {total} rounds are checkpointed; writing the model and summary")
     try:
-        result = _with_progress(config, console, lambda on_round: resume(run_dir, args.rounds, on_round), done)
+        result = _with_progress(config, console, lambda on_round, on_start: resume(run_dir, args.rounds, on_round, on_start=on_start), done)
     except KeyboardInterrupt:
         return _interrupted(run_dir)
     return _print_result(result, run_dir, console)

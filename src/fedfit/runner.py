@@ -53,6 +53,9 @@ from fedfit.types import Params, RoundReport
 OnRound = Callable[[RoundOutcome], None]
 #: Called with a phase's name each time one completes (a test hook: raise to simulate a crash).
 OnPhase = Callable[[str], None]
+#: Called once the experiment is built, with its config as resolved (``auto``'s choices applied:
+#: an async ``auto`` run's ``orchestration.rounds`` counts its versions) — the progress bar's total.
+OnStart = Callable[[ExperimentConfig], None]
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ class RunResult:
 
 
 def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound | None = None, *,
-        force: bool = False, on_phase: OnPhase | None = None, sources: UserSources | None = None) -> RunResult:
+        force: bool = False, on_phase: OnPhase | None = None, sources: UserSources | None = None,
+        on_start: OnStart | None = None) -> RunResult:
     """Run an experiment to the end; write ``run_dir`` when given.
 
     Args:
@@ -79,18 +83,19 @@ def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound
         force: replace a run already in ``run_dir`` (its files are removed first).
         on_phase: called as each phase completes (see the module docstring).
         sources: the user's model and data as Python objects (``None``: the config's).
+        on_start: called with the resolved config once the experiment is built.
 
     Raises:
         ConfigError: ``run_dir`` is locked by another process, cannot be written, or already
             holds a run and ``force`` is not set.
     """
     if run_dir is None:
-        return _drive(config, None, on_round, None, on_phase, sources)
+        return _drive(config, None, on_round, None, on_phase, sources, on_start)
     existed = run_dir.exists()
     try:
         with RunLock(run_dir):
             _claim(run_dir, force)
-            return _drive(config, run_dir, on_round, None, on_phase, sources)
+            return _drive(config, run_dir, on_round, None, on_phase, sources, on_start)
     except BaseException:
         if not existed:  # failed before writing anything: leave no empty directory behind
             _remove_if_unused(run_dir)
@@ -98,7 +103,8 @@ def run(config: ExperimentConfig, run_dir: Path | None = None, on_round: OnRound
 
 
 def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = None, *,
-           on_phase: OnPhase | None = None, sources: UserSources | None = None) -> RunResult:
+           on_phase: OnPhase | None = None, sources: UserSources | None = None,
+           on_start: OnStart | None = None) -> RunResult:
     """Continue the run in ``run_dir`` from its checkpoint, to ``rounds`` rounds in all; a run
     killed after its last checkpoint is finished (model, plots, summary) without running a round.
 
@@ -108,6 +114,7 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
             config's extends a finished run.
         on_phase: called as each phase completes (see the module docstring).
         sources: the user's model and data, as the interrupted run had them.
+        on_start: called with the resolved config once the experiment is built.
 
     Raises:
         CheckpointError / ConfigError: as :func:`resumable`, or the directory is locked.
@@ -116,7 +123,7 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
         raise ConfigError(f"RUN_DIR: no such directory: {run_dir}")
     with RunLock(run_dir):
         config, saved = resumable(run_dir, rounds)
-        return _drive(config, run_dir, on_round, saved, on_phase, sources)
+        return _drive(config, run_dir, on_round, saved, on_phase, sources, on_start)
 
 
 def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfig, Checkpoint]:
@@ -165,11 +172,14 @@ def _remove_if_unused(run_dir: Path) -> None:
 
 
 def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | None,
-           saved: Checkpoint | None, on_phase: OnPhase | None, sources: UserSources | None = None) -> RunResult:
+           saved: Checkpoint | None, on_phase: OnPhase | None, sources: UserSources | None = None,
+           on_start: OnStart | None = None) -> RunResult:
     phase = on_phase or (lambda name: None)
     every = config.output.checkpoint_every
     with pinned(driver_threads(config.simulation.torch_threads)), built(config, sources) as exp, ExitStack() as stack:
         total = exp.config.orchestration.rounds  # as resolved: auto's async budget may run more versions
+        if on_start:
+            on_start(exp.config)
         _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
         if saved and run_dir:
