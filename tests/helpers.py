@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from fedfit.types import DeviceProfile, DeviceState, Link, Thermal, UtilisationCurve
+
+if TYPE_CHECKING:
+    from fedfit.orchestration.sync import RoundOutcome
 
 
 def profile(**overrides: Any) -> DeviceProfile:
@@ -39,3 +43,15 @@ def write_fashion_like(folder: Path, n_train: int = 480, n_test: int = 100, seed
         write_idx(folder / f"{prefix}-images-idx3-ubyte", images)
         write_idx(folder / f"{prefix}-labels-idx1-ubyte", labels)
     return folder
+
+
+class Killed(Exception):
+    """Stands for the process dying (raised from a run's ``on_round``)."""
+
+
+def kill_after(round_: int) -> Callable[[RoundOutcome], None]:
+    """An ``on_round`` hook that raises :class:`Killed` once round ``round_`` is done."""
+    def on_round(outcome: RoundOutcome) -> None:
+        if outcome.report.round == round_:
+            raise Killed
+    return on_round

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fedfit.config import ExperimentConfig, parse_config
-from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import resume, run
+from tests.helpers import Killed, kill_after
 
 RAW = {
     "seed": 3, "data": {"dataset": "digits", "max_train_samples": 400, "max_test_samples": 100},
@@ -18,15 +18,6 @@ RAW = {
     "orchestration": {"rounds": 4, "clients_per_round": 3}, "auto": {"enabled": True},
     "output": {"plots": False, "progress": False, "checkpoint_every": 2},
 }
-
-
-class Killed(Exception):
-    """Stands for the process dying after round 2's checkpoint."""
-
-
-def _kill_after_round_2(outcome: RoundOutcome) -> None:
-    if outcome.report.round == 2:
-        raise Killed
 
 
 def _metrics(path: Path) -> list[dict[str, object]]:
@@ -39,7 +30,7 @@ def test_auto_run_resumes_to_the_unbroken_run(tmp_path: Path) -> None:
     config = parse_config(RAW)
     whole = run(config, tmp_path / "whole")
     with pytest.raises(Killed):
-        run(config, tmp_path / "cut", on_round=_kill_after_round_2)
+        run(config, tmp_path / "cut", on_round=kill_after(2))
     resumed = resume(tmp_path / "cut")
     assert _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")
     assert resumed.summary["auto"] == whole.summary["auto"]
@@ -53,12 +44,8 @@ def test_an_async_auto_run_runs_its_update_budget_and_resumes_past_the_configs_r
     whole = run(config, tmp_path / "whole")
     assert whole.summary["auto"][6].startswith("mode: async") and len(whole.reports) == 6
 
-    def kill_after_version_5(outcome: RoundOutcome) -> None:
-        if outcome.report.round == 4:  # the 5th version: its checkpoint holds more than the config's 4
-            raise Killed
-
-    with pytest.raises(Killed):
-        run(config, tmp_path / "cut", on_round=kill_after_version_5)
+    with pytest.raises(Killed):  # after the 5th version (round 4): its checkpoint holds more than the config's 4
+        run(config, tmp_path / "cut", on_round=kill_after(4))
     resumed = resume(tmp_path / "cut")
     assert len(resumed.reports) == 6 and _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")
 
@@ -73,5 +60,5 @@ def test_on_start_is_given_the_resolved_version_count_before_any_round(tmp_path:
         raise Killed
 
     with pytest.raises(Killed):
-        run(parse_config(RAW), None, on_round=_kill_after_round_2, on_start=on_start)
+        run(parse_config(RAW), None, on_round=kill_after(2), on_start=on_start)
     assert seen == [6]

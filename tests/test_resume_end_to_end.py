@@ -20,10 +20,10 @@ import yaml
 from safetensors import safe_open
 
 from fedfit.config import ExperimentConfig, parse_config
-from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import run
 from fedfit.simulation import checkpoint, columns
 from fedfit.simulation.checkpoint import config_digest
+from tests.helpers import Killed, kill_after
 
 pytestmark = pytest.mark.slow
 
@@ -54,17 +54,6 @@ def _config(sections: dict[str, Any]) -> ExperimentConfig:
     return parse_config(raw)
 
 
-class Killed(Exception):
-    """Stands for the process dying."""
-
-
-def _kill_after(round_: int):  # type: ignore[no-untyped-def]
-    def on_round(outcome: RoundOutcome) -> None:
-        if outcome.report.round == round_:
-            raise Killed
-    return on_round
-
-
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fedfit.cli", *args], capture_output=True, text=True, check=False)
 
@@ -90,7 +79,7 @@ def test_run_killed_and_resumed_in_a_new_process_equals_the_unbroken_run(section
     config = _config(sections)
     run(config, tmp_path / "unbroken")
     with pytest.raises(Killed):
-        run(config, tmp_path / "resumed", _kill_after(4))  # round 4 logged; last checkpoint after round 3
+        run(config, tmp_path / "resumed", kill_after(4))  # round 4 logged; last checkpoint after round 3
     saved = checkpoint.load(tmp_path / "resumed")
     assert saved.rounds_done == 4 and len(_metrics(tmp_path / "resumed")) == 5
     assert saved.fleet.pending, "the checkpoint should hold tasks in flight"

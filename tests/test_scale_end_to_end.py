@@ -10,24 +10,13 @@ from typing import Any
 import pytest
 
 from fedfit.config import parse_config
-from fedfit.orchestration.sync import RoundOutcome
 from fedfit.runner import resume, run
 from fedfit.simulation import checkpoint
+from tests.helpers import Killed, kill_after
 
 pytestmark = pytest.mark.slow
 
 DEVICES = 100_000
-
-
-class Killed(Exception):
-    """Stands for the process dying."""
-
-
-def _kill_after(round_: int):  # type: ignore[no-untyped-def]
-    def on_round(outcome: RoundOutcome) -> None:
-        if outcome.report.round == round_:
-            raise Killed
-    return on_round
 
 
 def _lines(run_dir: Path, name: str) -> list[dict[str, Any]]:
@@ -46,7 +35,7 @@ def test_a_100k_device_fleet_checkpoints_and_resumes_to_the_unbroken_run(tmp_pat
         "output": {"plots": False, "progress": False, "checkpoint_every": 1}})
     run(config, tmp_path / "unbroken")
     with pytest.raises(Killed):
-        run(config, tmp_path / "resumed", _kill_after(1))
+        run(config, tmp_path / "resumed", kill_after(1))
 
     saved = checkpoint.load(tmp_path / "resumed")
     assert len(saved.registry) == DEVICES and saved.rounds_done >= 1
