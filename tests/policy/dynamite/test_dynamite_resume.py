@@ -10,7 +10,8 @@ import pytest
 from fedfit.runner import resume, run
 from fedfit.simulation import checkpoint
 from tests.policy.dynamite.test_dynamite_end_to_end import small
-from tests.test_resume_end_to_end import Killed, _assert_same_run, _kill_after
+from tests.helpers import Killed, kill_after
+from tests.test_resume_end_to_end import _assert_same_run
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +22,7 @@ def test_dynamite_run_killed_and_resumed_equals_the_unbroken_run(mode: str, tmp_
                    output={"plots": False, "progress": False, "checkpoint_every": 2})
     run(config, tmp_path / "unbroken")
     with pytest.raises(Killed):
-        run(config, tmp_path / "resumed", _kill_after(4))  # round 4 logged; last checkpoint after 4 rounds
+        run(config, tmp_path / "resumed", kill_after(4))  # round 4 logged; last checkpoint after 4 rounds
     assert checkpoint.load(tmp_path / "resumed").rounds_done == 4
 
     resume(tmp_path / "resumed")
