@@ -1,0 +1,89 @@
+"""The stacked fold of many updates gives the bits of adding them one at a time."""
+
+import torch
+
+from fedfit.aggregation import Contribution, masked_weighted_average
+from fedfit.aggregation.average import STACK_ELEMENTS, sequential_sum
+from fedfit.types import Params
+
+
+def one_by_one(master: Params, contributions: list[Contribution]) -> Params:
+    """The masked weighted average as a plain loop of float64 ``+=`` (the reference)."""
+    out: Params = {}
+    for name, old in master.items():
+        if not old.is_floating_point():
+            out[name] = old.clone()
+            continue
+        num = torch.zeros_like(old, dtype=torch.float64)
+        den = torch.zeros_like(old, dtype=torch.float64)
+        for c in contributions:
+            if name not in c.params or c.weight <= 0:
+                continue
+            held = c.masks.get(name) if c.masks else None
+            w = c.weight if held is None else c.weight * held.to(torch.float64)
+            num += w * c.params[name].to(torch.float64)
+            den += w
+        out[name] = torch.where(den > 0, num / den.clamp_min(1e-300), old.to(torch.float64)).to(old.dtype)
+    return out
+
+
+def random_round(n: int, shapes: dict[str, tuple[int, ...]], seed: int, dtype: torch.dtype = torch.float32,
+                 ) -> tuple[Params, list[Contribution]]:
+    """A master and ``n`` contributions of mixed scale, some masked, some missing a name, some weightless."""
+    g = torch.Generator().manual_seed(seed)
+    master = {name: torch.randn(shape, generator=g, dtype=dtype) for name, shape in shapes.items()}
+    contributions = []
+    for i in range(n):
+        scale = 10.0 ** int(torch.randint(-6, 7, (1,), generator=g))
+        params = {name: torch.randn(shape, generator=g, dtype=dtype) * scale for name, shape in shapes.items()
+                  if i % 7 != 3 or name != "b"}
+        masks = ({name: torch.rand(shape, generator=g) < 0.6 for name, shape in shapes.items() if name in params}
+                 if i % 3 == 1 else None)
+        weight = 0.0 if i % 11 == 5 else (i % 5 + 1 if i % 2 else float(torch.rand(1, generator=g)) * 100)
+        contributions.append(Contribution(params, weight, masks))
+    return master, contributions
+
+
+def assert_same_bits(a: Params, b: Params) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].dtype == b[name].dtype and torch.equal(a[name], b[name]), name
+        assert torch.equal(torch.signbit(a[name]), torch.signbit(b[name])), name
+
+
+def test_a_round_of_small_updates_folds_to_the_loops_bits() -> None:
+    master, contributions = random_round(700, {"w": (10, 32), "b": (10,), "s": ()}, seed=1)
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+
+
+def test_chunked_and_single_row_folds_match_the_loop() -> None:
+    # "w" needs several chunks, "big" one update per chunk
+    shapes = {"w": (STACK_ELEMENTS // 40,), "big": (STACK_ELEMENTS + 3,), "b": (1,)}
+    master, contributions = random_round(90, shapes, seed=2, dtype=torch.float64)
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+
+
+def test_float64_rounds_masked_and_unmasked_match_the_loop() -> None:
+    # float64 results keep every bit of the sums (a float32 model rounds most order effects away)
+    master, contributions = random_round(700, {"w": (10, 32), "b": (10,)}, seed=3, dtype=torch.float64)
+    unmasked = [Contribution(c.params, c.weight) for c in contributions]
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+    assert_same_bits(masked_weighted_average(master, unmasked), one_by_one(master, unmasked))
+
+
+def test_fold_is_deterministic() -> None:
+    master, contributions = random_round(200, {"w": (6, 7)}, seed=4)
+
+    assert_same_bits(masked_weighted_average(master, contributions), masked_weighted_average(master, contributions))
+
+
+def test_sequential_sum_adds_left_to_right() -> None:
+    f64 = torch.float64
+    # 2**53 + 1 rounds back to 2**53 each time left to right; pairing the ones first would give 2**53 + 2
+    total = torch.tensor([2.0**53, 0.0], dtype=f64)
+    terms = torch.tensor([[1.0, 0.5], [1.0, 0.25]], dtype=f64)
+
+    assert sequential_sum(total, terms).tolist() == [2.0**53, 0.75]
