@@ -1,5 +1,6 @@
 """The stacked fold of many updates gives the bits of adding them one at a time."""
 
+import numpy as np
 import torch
 
 from fedfit.aggregation import Contribution, masked_weighted_average
@@ -80,10 +81,18 @@ def test_fold_is_deterministic() -> None:
     assert_same_bits(masked_weighted_average(master, contributions), masked_weighted_average(master, contributions))
 
 
-def test_sequential_sum_adds_left_to_right() -> None:
-    f64 = torch.float64
-    # 2**53 + 1 rounds back to 2**53 each time left to right; pairing the ones first would give 2**53 + 2
-    total = torch.tensor([2.0**53, 0.0], dtype=f64)
-    terms = torch.tensor([[1.0, 0.5], [1.0, 0.25]], dtype=f64)
+def test_sequential_sum_adds_top_to_bottom() -> None:
+    # 2**53 + 1 rounds back to 2**53 each time in order; pairing the ones first would give 2**53 + 2
+    rows = np.array([[2.0**53, 0.0], [1.0, 0.5], [1.0, 0.25]])
+    column = rows[:, :1].copy()
 
-    assert sequential_sum(total, terms).tolist() == [2.0**53, 0.75]
+    assert sequential_sum(rows).tolist() == [2.0**53, 0.75]
+    assert sequential_sum(column).tolist() == [2.0**53]
+
+
+def test_bfloat16_and_zero_dim_tensors_fold_like_the_loop() -> None:
+    master = {"h": torch.zeros(5, dtype=torch.bfloat16), "s": torch.tensor(0.0)}
+    contributions = [Contribution({"h": torch.full((5,), i / 7, dtype=torch.bfloat16), "s": torch.tensor(i / 3)},
+                                  float(i + 1)) for i in range(40)]
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from fedfit.types import Params
@@ -40,7 +41,7 @@ class Contribution:
 
 #: Values (float64) a fold stacks at once: a round's small updates go in a few ops, while a large
 #: tensor is added one update at a time, never copied for the whole round.
-STACK_ELEMENTS = 1 << 16
+STACK_ELEMENTS = 1 << 14
 
 
 def masked_weighted_average(master: Params, contributions: Sequence[Contribution]) -> Params:
@@ -71,39 +72,62 @@ def masked_weighted_average(master: Params, contributions: Sequence[Contribution
 def _weighted_sums(name: str, old: torch.Tensor, held: Sequence[Contribution]) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_i w_i m_i x_i and Σ_i w_i m_i at every coordinate of ``name`` (float64, in order).
 
-    Contributions are stacked a chunk at a time (about :data:`STACK_ELEMENTS` values), so a
-    round of a thousand small updates costs a few ops and a large tensor is never copied whole.
+    A small tensor is folded a chunk of updates at a time (:data:`STACK_ELEMENTS` values), so
+    a round of a thousand small updates costs a few ops; a large one update by update.
     """
-    num = torch.zeros_like(old, dtype=torch.float64)
-    den = torch.zeros_like(old, dtype=torch.float64)
-    rows = max(1, STACK_ELEMENTS // max(1, old.numel()))
+    size = max(1, old.numel())
+    rows = STACK_ELEMENTS // size
+    if rows < 8:
+        return _one_by_one(name, old, held)
+    num, den = np.zeros(size), 0.0  # den stays one number while no update is masked
     for start in range(0, len(held), rows):
         chunk = held[start:start + rows]
-        weights = torch.tensor([float(c.weight) for c in chunk], dtype=torch.float64).reshape(-1, *[1] * old.dim())
+        weights = np.array([float(c.weight) for c in chunk])[:, None]
+        values = _flat(torch.stack([c.params[name] for c in chunk]).reshape(len(chunk), size))
         masks = [c.masks.get(name) if c.masks else None for c in chunk]
         if any(m is not None for m in masks):
-            ones = torch.ones_like(old, dtype=torch.bool)
-            weights = weights * torch.stack([ones if m is None else m for m in masks]).to(torch.float64)
-            den = sequential_sum(den, weights)
+            every = torch.ones_like(old, dtype=torch.bool)
+            held_at = torch.stack([every if m is None else m for m in masks]).reshape(len(chunk), size)
+            weights = weights * held_at.numpy()
+        terms = np.empty((len(chunk) + 1, size))
+        terms[0] = num
+        np.multiply(values, weights, out=terms[1:])
+        num = sequential_sum(terms)
+        if isinstance(den, float) and weights.shape[1] == 1:
+            for w in weights[:, 0].tolist():
+                den += w
         else:
-            den = sequential_sum(den, weights.expand(len(chunk), *old.shape))
-        values = torch.stack([c.params[name] for c in chunk]).to(torch.float64)
-        num = sequential_sum(num, weights * values)
+            den = sequential_sum(np.concatenate([np.broadcast_to(den, (1, size)), np.broadcast_to(weights, (len(chunk), size))]))
+    shape = old.shape
+    den_t = torch.full(shape, den, dtype=torch.float64) if isinstance(den, float) else torch.from_numpy(den).reshape(shape)
+    return torch.from_numpy(num).reshape(shape), den_t
+
+
+def _one_by_one(name: str, old: torch.Tensor, held: Sequence[Contribution]) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_weighted_sums` as a loop of ``+=`` (large tensors: stacking would only copy more)."""
+    num = torch.zeros_like(old, dtype=torch.float64)
+    den = torch.zeros_like(old, dtype=torch.float64)
+    for c in held:
+        mask = c.masks.get(name) if c.masks else None
+        w = c.weight if mask is None else c.weight * mask.to(torch.float64)
+        num += w * c.params[name].to(torch.float64)
+        den += w
     return num, den
 
 
-def sequential_sum(total: torch.Tensor, terms: torch.Tensor) -> torch.Tensor:
-    """``total + terms[0] + terms[1] + ...`` added left to right, as a loop of ``+=`` would.
+def _flat(stacked: torch.Tensor) -> np.ndarray:
+    """A stacked float tensor as an array NumPy can multiply (bfloat16 widened, exactly)."""
+    return (stacked.to(torch.float64) if stacked.dtype == torch.bfloat16 else stacked).numpy()
 
-    A float sum's bits depend on its order, and ``terms.sum(0)`` may pair terms up; a running
-    sum (``cumsum``) along a contiguous row is the loop's order by definition. Float64 only
-    (a float32 ``cumsum`` accumulates in float64, which a loop of float32 ``+=`` does not).
 
-    >>> f64 = torch.float64
-    >>> sequential_sum(torch.tensor([1e16], dtype=f64), torch.tensor([[1.0], [1.0]], dtype=f64)).item() == 1e16
-    True
+def sequential_sum(rows: np.ndarray) -> np.ndarray:
+    """``rows[0] + rows[1] + ...`` added top to bottom, as a loop of float64 ``+=`` would.
+
+    A float sum's bits depend on its order. NumPy adds along an axis that is not the fastest
+    in memory term by term (pairwise summation is only used along the fastest one, as
+    ``numpy.sum`` documents), and a running sum (``accumulate``) is term by term by definition.
+
+    >>> sequential_sum(np.array([[1e16, 0.0], [1.0, 0.5], [1.0, 0.25]])).tolist()  # pairing: 1e16 + 2
+    [1e+16, 0.75]
     """
-    if len(terms) == 1:
-        return total + terms[0]
-    rows = torch.cat([total.reshape(1, -1), terms.reshape(len(terms), -1)]).T.contiguous()
-    return rows.cumsum(1)[:, -1].reshape(total.shape)
+    return np.add.reduce(rows, axis=0) if rows.shape[1] > 1 else np.add.accumulate(rows, axis=0)[-1]
