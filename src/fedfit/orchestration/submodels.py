@@ -59,6 +59,8 @@ class SubModelExchange:
         self.groups, self.indices, self.seed = groups, indices, seed
         self.stats = ChannelStats.empty(self.groups)
         self._count, self._counts = counts, dict[float, dict[str, int]]()
+        self._whole = CoordinateMap(self.groups, {})  # the map of every full-width plan
+        self._full_widths: dict[float, bool] = {}
         self._pending: dict[tuple[int, int], CoordinateMap] = {}
         self._rounds: dict[int, list[int]] = {}  # device -> rounds of its keys in _pending
 
@@ -75,8 +77,18 @@ class SubModelExchange:
 
     def map_for(self, plan: TrainPlan) -> CoordinateMap:
         """The coordinate map of ``plan``'s sub-model."""
+        if self._is_full_width(plan.width):  # every unit of every group: no indices to choose
+            return self._whole
         return choose_map(self.groups, self.counts(plan.width), self.indices, seed=self.seed,
                           device_id=plan.device_id, round_=plan.round, scores=self.stats.scores)
+
+    def _is_full_width(self, width: float) -> bool:
+        """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
+        full = self._full_widths.get(width)
+        if full is None:
+            counts = self.counts(width)
+            full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
+        return full
 
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The sub-model parameters to send with ``plan`` (remembered until its update returns)."""
@@ -85,7 +97,7 @@ class SubModelExchange:
             self._pending.pop((plan.device_id, r), None)
         self._pending[(plan.device_id, plan.round)] = cmap
         self._rounds[plan.device_id] = [plan.round]
-        return cmap.extract(master)
+        return dict(master) if not cmap.kept else cmap.extract(master)
 
     def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
         """``update`` in master coordinates, with the masks of the coordinates it held.
@@ -101,8 +113,8 @@ class SubModelExchange:
         cmap = self._pending.pop((update.device_id, update.round), None)
         if update.round in self._rounds.get(update.device_id, []):
             self._rounds[update.device_id].remove(update.round)
-        if cmap is None:
-            cmap = CoordinateMap(self.groups, {})
+        if cmap is None or not cmap.kept:
+            return self._incoming_whole(update, master, weight)
         validate_params(cmap.extract(master), update.params)
         validate_masks(update.params, update.masks)
         held = {name: master[name] for name in update.params}  # frozen layers are not held
@@ -110,6 +122,16 @@ class SubModelExchange:
         if weight > 0:
             self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
         return full, _held_masks(cmap, held, update.masks)
+
+    def _incoming_whole(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+        """:meth:`incoming` of an update of the whole model: its own tensors (never changed),
+        its element masks, no slicing or scattering."""
+        validate_params(master, update.params)
+        validate_masks(update.params, update.masks)
+        full = dict(update.params)
+        if weight > 0:
+            self.stats = accumulate(self.stats, self.groups, master, full, self._whole, weight)
+        return full, dict(update.masks) if update.masks else None
 
     def state(self) -> ExchangeState:
         """The exchange's state now, for a checkpoint."""
@@ -141,6 +163,14 @@ def _held_masks(cmap: CoordinateMap, held: Params, element_masks: Masks | None) 
 class FullModelExchange:
     """No sub-models: every device gets the whole master and returns it whole."""
 
+    def _is_full_width(self, width: float) -> bool:
+        """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
+        full = self._full_widths.get(width)
+        if full is None:
+            counts = self.counts(width)
+            full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
+        return full
+
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The master itself."""
         return master
@@ -154,6 +184,14 @@ class FullModelExchange:
 
 class Exchange(Protocol):
     """What a device downloads for a plan, and how its update returns to master coordinates."""
+
+    def _is_full_width(self, width: float) -> bool:
+        """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
+        full = self._full_widths.get(width)
+        if full is None:
+            counts = self.counts(width)
+            full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
+        return full
 
     def outgoing(self, plan: TrainPlan, master: Params) -> Params: ...
 
