@@ -96,3 +96,11 @@ def test_bfloat16_and_zero_dim_tensors_fold_like_the_loop() -> None:
                                   float(i + 1)) for i in range(40)]
 
     assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+
+
+def test_masks_arriving_after_unmasked_chunks_match_the_loop() -> None:
+    # a (10, 32) tensor folds 51 updates a chunk: two unmasked chunks, then masked ones
+    master, contributions = random_round(240, {"w": (10, 32), "one": (1,)}, seed=5, dtype=torch.float64)
+    late = [Contribution(c.params, c.weight, c.masks if i >= 110 else None) for i, c in enumerate(contributions)]
+
+    assert_same_bits(masked_weighted_average(master, late), one_by_one(master, late))

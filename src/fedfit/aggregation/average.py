@@ -79,7 +79,7 @@ def _weighted_sums(name: str, old: torch.Tensor, held: Sequence[Contribution]) -
     rows = STACK_ELEMENTS // size
     if rows < 8:
         return _one_by_one(name, old, held)
-    num, den = np.zeros(size), 0.0  # den stays one number while no update is masked
+    num, den = np.zeros(size), _Denominator(size)
     for start in range(0, len(held), rows):
         chunk = held[start:start + rows]
         weights = np.array([float(c.weight) for c in chunk])[:, None]
@@ -93,14 +93,29 @@ def _weighted_sums(name: str, old: torch.Tensor, held: Sequence[Contribution]) -
         terms[0] = num
         np.multiply(values, weights, out=terms[1:])
         num = sequential_sum(terms)
-        if isinstance(den, float) and weights.shape[1] == 1:
+        den.add(weights)
+    return torch.from_numpy(num).reshape(old.shape), den.tensor(old.shape)
+
+
+class _Denominator:
+    """Σ_i w_i m_i over ``size`` coordinates, kept as one number while every term is one weight."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.total, self.values = size, 0.0, np.empty(0)
+
+    def add(self, weights: np.ndarray) -> None:
+        """Add the rows of ``weights`` in order: shape (k, 1) (every coordinate) or (k, size)."""
+        if weights.shape[1] == 1 and not self.values.size:
             for w in weights[:, 0].tolist():
-                den += w
-        else:
-            den = sequential_sum(np.concatenate([np.broadcast_to(den, (1, size)), np.broadcast_to(weights, (len(chunk), size))]))
-    shape = old.shape
-    den_t = torch.full(shape, den, dtype=torch.float64) if isinstance(den, float) else torch.from_numpy(den).reshape(shape)
-    return torch.from_numpy(num).reshape(shape), den_t
+                self.total += w
+            return
+        start = self.values if self.values.size else np.full(self.size, self.total)
+        self.values = sequential_sum(np.concatenate([start[None], np.broadcast_to(weights, (len(weights), self.size))]))
+
+    def tensor(self, shape: torch.Size) -> torch.Tensor:
+        if self.values.size:
+            return torch.from_numpy(self.values).reshape(shape)
+        return torch.full(shape, self.total, dtype=torch.float64)
 
 
 def _one_by_one(name: str, old: torch.Tensor, held: Sequence[Contribution]) -> tuple[torch.Tensor, torch.Tensor]:

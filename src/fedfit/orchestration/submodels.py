@@ -13,13 +13,15 @@ update are accumulated here (for ``importance`` indices and ``fedfit prune``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 
 from fedfit.aggregation import Contribution, validate_masks, validate_params
+from fedfit.aggregation.validate import finite_rows
+from fedfit.errors import UpdateRejected
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats, accumulate
 from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
@@ -28,6 +30,9 @@ from fedfit.types import Params, TrainPlan, Update
 
 #: Per-parameter boolean masks of the master coordinates an update holds.
 Masks = dict[str, torch.Tensor]
+
+#: An update received: in master coordinates with its masks, or why it was rejected.
+Received = tuple[Params, Masks | None] | UpdateRejected
 
 
 @dataclass(frozen=True)
@@ -99,13 +104,15 @@ class SubModelExchange:
         self._rounds[plan.device_id] = [plan.round]
         return dict(master) if not cmap.kept else cmap.extract(master)
 
-    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+    def incoming(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]:
         """``update`` in master coordinates, with the masks of the coordinates it held.
 
         Args:
             update: parameters in the shape of the sub-model that was sent.
             master: the current master (fills the coordinates the update did not hold).
             weight: the update's aggregation weight (for the channel statistics).
+            known_finite: its values are already known finite (:meth:`incoming_many`).
 
         Raises:
             UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
@@ -114,8 +121,8 @@ class SubModelExchange:
         if update.round in self._rounds.get(update.device_id, []):
             self._rounds[update.device_id].remove(update.round)
         if cmap is None or not cmap.kept:
-            return self._incoming_whole(update, master, weight)
-        validate_params(cmap.extract(master), update.params)
+            return self._incoming_whole(update, master, weight, known_finite)
+        validate_params(cmap.extract(master), update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         held = {name: master[name] for name in update.params}  # frozen layers are not held
         full = cmap.scatter(update.params, held)
@@ -123,10 +130,16 @@ class SubModelExchange:
             self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
         return full, _held_masks(cmap, held, update.masks)
 
-    def _incoming_whole(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+    def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
+        """:meth:`incoming` of each of ``updates`` in order (a rejection as its error), the
+        finite-value checks of all of them done together (:func:`finite_rows`)."""
+        return _each(self.incoming, updates, master, weights)
+
+    def _incoming_whole(self, update: Update, master: Params, weight: float,
+                        known_finite: bool) -> tuple[Params, Masks | None]:
         """:meth:`incoming` of an update of the whole model: its own tensors (never changed),
         its element masks, no slicing or scattering."""
-        validate_params(master, update.params)
+        validate_params(master, update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         full = dict(update.params)
         if weight > 0:
@@ -163,36 +176,44 @@ def _held_masks(cmap: CoordinateMap, held: Params, element_masks: Masks | None) 
 class FullModelExchange:
     """No sub-models: every device gets the whole master and returns it whole."""
 
-    def _is_full_width(self, width: float) -> bool:
-        """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
-        full = self._full_widths.get(width)
-        if full is None:
-            counts = self.counts(width)
-            full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
-        return full
-
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The master itself."""
         return master
 
-    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+    def incoming(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]:
         """The validated update, holding its element masks' coordinates (all, without masks)."""
-        validate_params(master, update.params)
+        validate_params(master, update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         return update.params, update.masks
+
+    def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
+        """:meth:`incoming` of each of ``updates`` in order, finite checks done together."""
+        return _each(self.incoming, updates, master, weights)
+
+
+class _Incoming(Protocol):
+    def __call__(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]: ...
+
+
+def _each(incoming: _Incoming, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
+    """``incoming`` of each update in order, told which are known finite; a rejection as its error."""
+    out: list[Received] = []
+    for update, weight, finite in zip(updates, weights, finite_rows([u.params for u in updates]), strict=True):
+        try:
+            out.append(incoming(update, master, weight, known_finite=finite))
+        except UpdateRejected as rejected:
+            out.append(rejected)
+    return out
 
 
 class Exchange(Protocol):
     """What a device downloads for a plan, and how its update returns to master coordinates."""
 
-    def _is_full_width(self, width: float) -> bool:
-        """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
-        full = self._full_widths.get(width)
-        if full is None:
-            counts = self.counts(width)
-            full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
-        return full
-
     def outgoing(self, plan: TrainPlan, master: Params) -> Params: ...
 
-    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]: ...
+    def incoming(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]: ...
+
+    def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]: ...
