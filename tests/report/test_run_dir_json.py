@@ -53,3 +53,13 @@ def test_an_unchanged_config_is_not_rewritten(tmp_path: Path) -> None:
     (tmp_path / "metrics.jsonl").write_text('{"round": 0}\n')
     RunDirectory(tmp_path, {"name": "x"}, (13, 0)).close()
     assert (tmp_path / "config.yaml").stat().st_mtime_ns == stamp
+
+
+def test_strict_json_of_finite_records_is_the_cleaned_records_json() -> None:
+    record = {"round": 3, "ok": True, "cause": None, "energy_j": 1.5, "epoch_batches": [[8, 2], (4, 1)],
+              "nested": {"a": -0.0, "b": [1e308, "x"]}, "detail": "peak 5 B > free 4 B"}
+    clean, bad = finite(record)
+
+    assert bad == []
+    assert strict_json(record) == json.dumps(clean, allow_nan=False)
+    assert json.loads(strict_json({**record, "loss": float("inf")}))["non_finite"] == ["loss"]

@@ -13,13 +13,15 @@ update are accumulated here (for ``importance`` indices and ``fedfit prune``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 
 from fedfit.aggregation import Contribution, validate_masks, validate_params
+from fedfit.aggregation.validate import finite_rows
+from fedfit.errors import UpdateRejected
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats, accumulate
 from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
@@ -28,6 +30,9 @@ from fedfit.types import Params, TrainPlan, Update
 
 #: Per-parameter boolean masks of the master coordinates an update holds.
 Masks = dict[str, torch.Tensor]
+
+#: An update received: in master coordinates with its masks, or why it was rejected.
+Received = tuple[Params, Masks | None] | UpdateRejected
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ class SubModelExchange:
         self.groups, self.indices, self.seed = groups, indices, seed
         self.stats = ChannelStats.empty(self.groups)
         self._count, self._counts = counts, dict[float, dict[str, int]]()
+        self._whole = CoordinateMap(self.groups, {})  # the map of every full-width plan
+        self._full_widths: dict[float, bool] = {}
         self._pending: dict[tuple[int, int], CoordinateMap] = {}
         self._rounds: dict[int, list[int]] = {}  # device -> rounds of its keys in _pending
 
@@ -75,8 +82,18 @@ class SubModelExchange:
 
     def map_for(self, plan: TrainPlan) -> CoordinateMap:
         """The coordinate map of ``plan``'s sub-model."""
+        if self._is_full_width(plan.width):  # every unit of every group: no indices to choose
+            return self._whole
         return choose_map(self.groups, self.counts(plan.width), self.indices, seed=self.seed,
                           device_id=plan.device_id, round_=plan.round, scores=self.stats.scores)
+
+    def _is_full_width(self, width: float) -> bool:
+        """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
+        full = self._full_widths.get(width)
+        if full is None:
+            counts = self.counts(width)
+            full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
+        return full
 
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The sub-model parameters to send with ``plan`` (remembered until its update returns)."""
@@ -85,15 +102,17 @@ class SubModelExchange:
             self._pending.pop((plan.device_id, r), None)
         self._pending[(plan.device_id, plan.round)] = cmap
         self._rounds[plan.device_id] = [plan.round]
-        return cmap.extract(master)
+        return dict(master) if not cmap.kept else cmap.extract(master)
 
-    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+    def incoming(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]:
         """``update`` in master coordinates, with the masks of the coordinates it held.
 
         Args:
             update: parameters in the shape of the sub-model that was sent.
             master: the current master (fills the coordinates the update did not hold).
             weight: the update's aggregation weight (for the channel statistics).
+            known_finite: its values are already known finite (:meth:`incoming_many`).
 
         Raises:
             UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
@@ -101,15 +120,31 @@ class SubModelExchange:
         cmap = self._pending.pop((update.device_id, update.round), None)
         if update.round in self._rounds.get(update.device_id, []):
             self._rounds[update.device_id].remove(update.round)
-        if cmap is None:
-            cmap = CoordinateMap(self.groups, {})
-        validate_params(cmap.extract(master), update.params)
+        if cmap is None or not cmap.kept:
+            return self._incoming_whole(update, master, weight, known_finite)
+        validate_params(cmap.extract(master), update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         held = {name: master[name] for name in update.params}  # frozen layers are not held
         full = cmap.scatter(update.params, held)
         if weight > 0:
             self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
         return full, _held_masks(cmap, held, update.masks)
+
+    def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
+        """:meth:`incoming` of each of ``updates`` in order (a rejection as its error), the
+        finite-value checks of all of them done together (:func:`finite_rows`)."""
+        return _each(self.incoming, updates, master, weights)
+
+    def _incoming_whole(self, update: Update, master: Params, weight: float,
+                        known_finite: bool) -> tuple[Params, Masks | None]:
+        """:meth:`incoming` of an update of the whole model: its own tensors (never changed),
+        its element masks, no slicing or scattering."""
+        validate_params(master, update.params, known_finite=known_finite)
+        validate_masks(update.params, update.masks)
+        full = dict(update.params)
+        if weight > 0:
+            self.stats = accumulate(self.stats, self.groups, master, full, self._whole, weight)
+        return full, dict(update.masks) if update.masks else None
 
     def state(self) -> ExchangeState:
         """The exchange's state now, for a checkpoint."""
@@ -145,11 +180,32 @@ class FullModelExchange:
         """The master itself."""
         return master
 
-    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]:
+    def incoming(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]:
         """The validated update, holding its element masks' coordinates (all, without masks)."""
-        validate_params(master, update.params)
+        validate_params(master, update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         return update.params, update.masks
+
+    def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
+        """:meth:`incoming` of each of ``updates`` in order, finite checks done together."""
+        return _each(self.incoming, updates, master, weights)
+
+
+class _Incoming(Protocol):
+    def __call__(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]: ...
+
+
+def _each(incoming: _Incoming, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
+    """``incoming`` of each update in order, told which are known finite; a rejection as its error."""
+    out: list[Received] = []
+    for update, weight, finite in zip(updates, weights, finite_rows([u.params for u in updates]), strict=True):
+        try:
+            out.append(incoming(update, master, weight, known_finite=finite))
+        except UpdateRejected as rejected:
+            out.append(rejected)
+    return out
 
 
 class Exchange(Protocol):
@@ -157,4 +213,7 @@ class Exchange(Protocol):
 
     def outgoing(self, plan: TrainPlan, master: Params) -> Params: ...
 
-    def incoming(self, update: Update, master: Params, weight: float) -> tuple[Params, Masks | None]: ...
+    def incoming(self, update: Update, master: Params, weight: float, *,
+                 known_finite: bool = False) -> tuple[Params, Masks | None]: ...
+
+    def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]: ...

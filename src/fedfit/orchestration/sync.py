@@ -231,24 +231,25 @@ class SyncOrchestrator:
         return results, end_s if end_s > now_s else now_s + self.config.idle_wait_s
 
     def _aggregate(self, r: int, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
-        arrivals = []
+        fresh: list[tuple[TaskResult, Update]] = []
         # summed in device order, not arrival order: float sums depend on their order, and arrival
         # order is the wall clock's in a deployment (same round, same updates -> same model bits)
         for res in sorted(results, key=lambda res: (res.plan.round, res.plan.device_id)):
             if not isinstance(res.outcome, Update):
                 continue
-            staleness = r - res.plan.round
-            if self.config.max_staleness is not None and staleness > self.config.max_staleness:
+            if self.config.max_staleness is not None and r - res.plan.round > self.config.max_staleness:
                 tally.participants[res.tier] -= 1
                 tally.count_failure(res.tier, FailureCause.STALE)
                 continue
-            try:
-                full, masks = self.submodels.incoming(res.outcome, params, self.rule.weighting(res.outcome))
-            except UpdateRejected:
+            fresh.append((res, res.outcome))
+        weights = [self.rule.weighting(update) for _, update in fresh]
+        arrivals = []
+        for (res, update), got in zip(fresh, self.submodels.incoming_many([u for _, u in fresh], params, weights)):
+            if isinstance(got, UpdateRejected):
                 tally.count_rejected(res.tier)
                 continue
             folded = self.registry.record_fold(res.plan.device_id, r)
-            arrivals.append(Arrival(res.outcome, staleness, full, masks, self.rule.participation(folded)))
+            arrivals.append(Arrival(update, r - res.plan.round, *got, self.rule.participation(folded)))
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:

@@ -1,0 +1,106 @@
+"""The stacked fold of many updates gives the bits of adding them one at a time."""
+
+import numpy as np
+import torch
+
+from fedfit.aggregation import Contribution, masked_weighted_average
+from fedfit.aggregation.average import STACK_ELEMENTS, sequential_sum
+from fedfit.types import Params
+
+
+def one_by_one(master: Params, contributions: list[Contribution]) -> Params:
+    """The masked weighted average as a plain loop of float64 ``+=`` (the reference)."""
+    out: Params = {}
+    for name, old in master.items():
+        if not old.is_floating_point():
+            out[name] = old.clone()
+            continue
+        num = torch.zeros_like(old, dtype=torch.float64)
+        den = torch.zeros_like(old, dtype=torch.float64)
+        for c in contributions:
+            if name not in c.params or c.weight <= 0:
+                continue
+            held = c.masks.get(name) if c.masks else None
+            w = c.weight if held is None else c.weight * held.to(torch.float64)
+            num += w * c.params[name].to(torch.float64)
+            den += w
+        out[name] = torch.where(den > 0, num / den.clamp_min(1e-300), old.to(torch.float64)).to(old.dtype)
+    return out
+
+
+def random_round(n: int, shapes: dict[str, tuple[int, ...]], seed: int, dtype: torch.dtype = torch.float32,
+                 ) -> tuple[Params, list[Contribution]]:
+    """A master and ``n`` contributions of mixed scale, some masked, some missing a name, some weightless."""
+    g = torch.Generator().manual_seed(seed)
+    master = {name: torch.randn(shape, generator=g, dtype=dtype) for name, shape in shapes.items()}
+    contributions = []
+    for i in range(n):
+        scale = 10.0 ** int(torch.randint(-6, 7, (1,), generator=g))
+        params = {name: torch.randn(shape, generator=g, dtype=dtype) * scale for name, shape in shapes.items()
+                  if i % 7 != 3 or name != "b"}
+        masks = ({name: torch.rand(shape, generator=g) < 0.6 for name, shape in shapes.items() if name in params}
+                 if i % 3 == 1 else None)
+        weight = 0.0 if i % 11 == 5 else (i % 5 + 1 if i % 2 else float(torch.rand(1, generator=g)) * 100)
+        contributions.append(Contribution(params, weight, masks))
+    return master, contributions
+
+
+def assert_same_bits(a: Params, b: Params) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].dtype == b[name].dtype and torch.equal(a[name], b[name]), name
+        assert torch.equal(torch.signbit(a[name]), torch.signbit(b[name])), name
+
+
+def test_a_round_of_small_updates_folds_to_the_loops_bits() -> None:
+    master, contributions = random_round(700, {"w": (10, 32), "b": (10,), "s": ()}, seed=1)
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+
+
+def test_chunked_and_single_row_folds_match_the_loop() -> None:
+    # "w" needs several chunks, "big" one update per chunk
+    shapes = {"w": (STACK_ELEMENTS // 40,), "big": (STACK_ELEMENTS + 3,), "b": (1,)}
+    master, contributions = random_round(90, shapes, seed=2, dtype=torch.float64)
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+
+
+def test_float64_rounds_masked_and_unmasked_match_the_loop() -> None:
+    # float64 results keep every bit of the sums (a float32 model rounds most order effects away)
+    master, contributions = random_round(700, {"w": (10, 32), "b": (10,)}, seed=3, dtype=torch.float64)
+    unmasked = [Contribution(c.params, c.weight) for c in contributions]
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+    assert_same_bits(masked_weighted_average(master, unmasked), one_by_one(master, unmasked))
+
+
+def test_fold_is_deterministic() -> None:
+    master, contributions = random_round(200, {"w": (6, 7)}, seed=4)
+
+    assert_same_bits(masked_weighted_average(master, contributions), masked_weighted_average(master, contributions))
+
+
+def test_sequential_sum_adds_top_to_bottom() -> None:
+    # 2**53 + 1 rounds back to 2**53 each time in order; pairing the ones first would give 2**53 + 2
+    rows = np.array([[2.0**53, 0.0], [1.0, 0.5], [1.0, 0.25]])
+    column = rows[:, :1].copy()
+
+    assert sequential_sum(rows).tolist() == [2.0**53, 0.75]
+    assert sequential_sum(column).tolist() == [2.0**53]
+
+
+def test_bfloat16_and_zero_dim_tensors_fold_like_the_loop() -> None:
+    master = {"h": torch.zeros(5, dtype=torch.bfloat16), "s": torch.tensor(0.0)}
+    contributions = [Contribution({"h": torch.full((5,), i / 7, dtype=torch.bfloat16), "s": torch.tensor(i / 3)},
+                                  float(i + 1)) for i in range(40)]
+
+    assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
+
+
+def test_masks_arriving_after_unmasked_chunks_match_the_loop() -> None:
+    # a (10, 32) tensor folds 51 updates a chunk: two unmasked chunks, then masked ones
+    master, contributions = random_round(240, {"w": (10, 32), "one": (1,)}, seed=5, dtype=torch.float64)
+    late = [Contribution(c.params, c.weight, c.masks if i >= 110 else None) for i, c in enumerate(contributions)]
+
+    assert_same_bits(masked_weighted_average(master, late), one_by_one(master, late))
