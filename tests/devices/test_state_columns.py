@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from fedfit.devices import Registry
 from fedfit.devices.catalogue import tier
@@ -98,3 +99,20 @@ def test_columns_grow_and_keep_earlier_rows() -> None:
     got = columns.rows(np.array(rows)).reported_at_s
 
     assert len(columns) == 100 and got[3] == 1.0 and got[97] == 2.0 and int(np.isnan(got).sum()) == 98
+
+
+def test_ids_that_stop_being_their_rows_are_indexed_and_still_found() -> None:
+    registry = _registry(1)  # id 0 at row 0: no index needed
+    registry.add(1, tier("smartwatch"))
+    registry.add(7, tier("smartwatch"))  # from here on ids are looked up
+    registry.add(2, tier("smartwatch"))
+
+    assert registry.ids() == [0, 1, 7, 2] and all(d in registry for d in (0, 1, 7, 2))
+    assert 3 not in registry and -1 not in registry and "0" not in registry
+    assert registry.profile(7) == tier("smartwatch") and registry.profile(0) == tier("smartwatch")
+    registry.report_states([7, 2], [_state(random.Random(5))] * 2, 1.0)
+    assert registry.last_report_s(7) == 1.0 and registry.last_report_s(1) is None
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add(7, tier("smartwatch"))
+    with pytest.raises(KeyError, match="unknown device 3"):
+        registry.profile(3)

@@ -114,7 +114,9 @@ class Registry:
     """Every enrolled device, in enrolment order."""
 
     def __init__(self) -> None:
-        self._rows: dict[int, int] = {}  # device id -> row
+        # device id -> row; ``None`` while every id is its own row (0, 1, 2, ... in order: a
+        # simulated fleet), which saves a million-entry dictionary
+        self._rows: dict[int, int] | None = None
         self._ids: list[int] = []
         self._profiles: list[DeviceProfile] = []
         self._states: list[DeviceState | None] = []
@@ -125,13 +127,18 @@ class Registry:
         return len(self._ids)
 
     def __contains__(self, device_id: object) -> bool:
+        if self._rows is None:
+            return isinstance(device_id, int | np.integer) and 0 <= device_id < len(self._ids)
         return device_id in self._rows
 
     def _row(self, device_id: int) -> int:
-        try:
-            return self._rows[device_id]
-        except KeyError:
-            raise KeyError(f"unknown device {device_id!r}") from None
+        rows = self._rows
+        if rows is None:
+            if isinstance(device_id, int | np.integer) and 0 <= device_id < len(self._ids):
+                return int(device_id)
+        elif device_id in rows:
+            return rows[device_id]
+        raise KeyError(f"unknown device {device_id!r}")
 
     def entries(self) -> tuple[RegistryEntry, ...]:
         """Every device's entry, in enrolment order (for a checkpoint)."""
@@ -141,7 +148,7 @@ class Registry:
 
     def restore(self, entries: tuple[RegistryEntry, ...]) -> None:
         """Replace every entry with ``entries`` (from :meth:`entries`)."""
-        self._rows, self._ids, self._columns = {}, [], StateColumns()
+        self._rows, self._ids, self._columns = None, [], StateColumns()
         self._profiles, self._states, self._histories = [], [], []
         for e in entries:
             self.add(e.device_id, e.profile)
@@ -157,9 +164,13 @@ class Registry:
         Raises:
             ValueError: the id is already enrolled.
         """
-        if device_id in self._rows:
+        if device_id in self:
             raise ValueError(f"device {device_id} is already registered")
-        self._rows[device_id] = self._columns.append()
+        row = self._columns.append()
+        if self._rows is None and device_id != row:  # ids no longer their rows: index them
+            self._rows = {d: i for i, d in enumerate(self._ids)}
+        if self._rows is not None:
+            self._rows[device_id] = row
         self._ids.append(device_id)
         self._profiles.append(profile)
         self._states.append(None)
