@@ -128,7 +128,7 @@ class Registry:
 
     def __contains__(self, device_id: object) -> bool:
         if self._rows is None:
-            return isinstance(device_id, int | np.integer) and 0 <= device_id < len(self._ids)
+            return isinstance(device_id, int | np.integer) and bool(0 <= device_id < len(self._ids))
         return device_id in self._rows
 
     def _row(self, device_id: int) -> int:
