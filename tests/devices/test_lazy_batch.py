@@ -92,3 +92,26 @@ def test_lazy_traces_online_many_equals_states(monkeypatch: pytest.MonkeyPatch) 
     devices, times = list(range(23)), [3600.0 * (1 + d) for d in range(23)]
 
     assert traces.online_many(devices, times) == [traces[d].state_at(t).online for d, t in zip(devices, times)]
+
+
+def test_normals_of_two_dimensional_keys_equal_the_scalar_normals() -> None:
+    ids, days = np.arange(6, dtype=np.int64)[:, None], np.array([[3, 4, 5]] * 6, dtype=np.int64)
+
+    got = normals(2, ids, 9, days)
+
+    assert got.shape == (6, 3)
+    assert got.tolist() == [[normal(2, d, 9, day) for day in (3, 4, 5)] for d in range(6)]
+
+
+@pytest.mark.parametrize("plug_chance", [0.0, 0.05, 1.0])
+def test_batched_battery_equals_scalar_with_many_top_ups_and_low_battery_reactions(plug_chance: float) -> None:
+    # many Poisson top-ups a day, a fast drain that reaches the low-battery mark often, and the
+    # geometric wait's edge cases (never plugs in, plugs in at once)
+    import dataclasses
+
+    params = dataclasses.replace(TraceParams(), plugins_per_day=6.0, low_battery=0.6,
+                                 low_battery_plug_per_step=plug_chance)
+    ids = np.random.default_rng(2).integers(0, 1_000_000, 150)
+    for t in (3 * 3600.0, 20 * 3600.0, 2 * 86400.0 + 9 * 3600.0):
+        expected = [LazyTrace(TIERS["older_phone"], params, 1, int(d)).state_at(t) for d in ids]
+        assert states_at(TIERS["older_phone"], params, 1, ids, t) == expected

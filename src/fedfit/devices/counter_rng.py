@@ -104,7 +104,8 @@ def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
 
 def normals(*keys: Keys) -> FloatArray:
     """``normal`` of each key tuple (the transcendental parts through :mod:`math`, as ``normal``)."""
-    u1, u2 = (1.0 - uniforms(*keys, 0)).tolist(), uniforms(*keys, 1).tolist()
+    first, second = 1.0 - uniforms(*keys, 0), uniforms(*keys, 1)
+    u1, u2 = first.ravel().tolist(), second.ravel().tolist()
     log, sqrt, cos, tau = math.log, math.sqrt, math.cos, 2.0 * math.pi
     return np.array([sqrt(-2.0 * log(a)) * cos(tau * b) for a, b in zip(u1, u2)], dtype=np.float64).reshape(
-        np.shape(u2))
+        second.shape)

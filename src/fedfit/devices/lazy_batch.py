@@ -3,9 +3,10 @@
 
 The same keyed draws (:func:`~fedfit.devices.counter_rng.uniforms`) and the same float
 operations in the same order as the scalar path, so every state equals the one
-``LazyTrace(profile, params, seed, device).state_at(t)`` gives, bit for bit; only the battery's
-play-forward through its charge sessions stays a loop per device (a few float steps, its
-sessions drawn here in one go). A round's candidates cost a few numpy passes instead of ~40
+``LazyTrace(profile, params, seed, device).state_at(t)`` gives, bit for bit. Charge sessions
+are drawn into one padded array (a row per device) and played forward together, one session a
+pass; only the logarithms and the per-value rounding the scalar path takes through :mod:`math`
+stay Python loops over floats. A round's candidates cost a few numpy passes instead of ~40
 keyed hashes each in Python.
 
 >>> from fedfit.devices.catalogue import tier
@@ -174,63 +175,81 @@ def _at_depot(p: TraceParams, seed: int, ids: IntArray, t: FloatArray, offset_h:
 
 
 def _sessions(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
-              offset_h: FloatArray) -> list[tuple[tuple[float, float], ...]]:
-    """``lazy_battery.sessions`` of every device for its ``t``'s day."""
+              offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``lazy_battery.sessions`` of every device for its ``t``'s day: session starts and ends, one
+    row per device in the order of the sorted ``(start, end)`` tuples, padded with infinities
+    (at least one column). The three days that matter are drawn together (a column each)."""
     day = _floor(t / DAY_S)
-    found: list[list[tuple[float, float]]] = [[] for _ in range(len(ids))]
-    for d in (day - 2, day - 1, day):
-        _add_windows(found, p, behaviour, seed, ids, d, offset_h)
-        if behaviour.energy == "nightly":
-            _add_plugins(found, p, seed, ids, d)
-    return [tuple(sorted(f)) for f in found]
+    days = np.stack([day - 2, day - 1, day], axis=1)
+    starts, ends = _windows(p, behaviour, seed, ids, days, offset_h)
+    if behaviour.energy == "nightly":
+        plug_starts, plug_ends = _plugins(p, seed, ids, days)
+        starts, ends = np.concatenate([starts, plug_starts], axis=1), np.concatenate([ends, plug_ends], axis=1)
+    none = np.full((len(ids), 1), np.inf)
+    starts, ends = np.concatenate([starts, none], axis=1), np.concatenate([ends, none], axis=1)
+    order = np.lexsort((ends, starts))  # along each row: by start, then end (tuple order)
+    starts, ends = np.take_along_axis(starts, order, axis=1), np.take_along_axis(ends, order, axis=1)
+    width = int(np.isfinite(starts).sum(axis=1).max(initial=0)) + 1
+    return starts[:, :width], ends[:, :width]
 
 
-def _add_windows(found: list[list[tuple[float, float]]], p: TraceParams, behaviour: TierBehaviour, seed: int,
-                 ids: IntArray, d: IntArray, offset_h: FloatArray) -> None:
-    """Each device's bedtime (or harvesting) session of day ``d``, where it has one."""
-    has = (uniforms(seed, ids, _BATTERY, _NIGHTLY, d, 0) < p.nightly_probability).tolist()
+def _planned(starts: FloatArray, ends: FloatArray, row: int) -> tuple[tuple[float, float], ...]:
+    """Row ``row`` of :func:`_sessions` as ``lazy_battery.sessions`` gives it."""
+    return tuple((s, e) for s, e in zip(starts[row].tolist(), ends[row].tolist()) if s != math.inf)
+
+
+def _windows(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, days: IntArray,
+             offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each device's bedtime (or harvesting) session of each of its ``days`` (a row per device,
+    a column per day; infinities on a day without one)."""
+    keys, offset = ids[:, None], offset_h[:, None]
+    has = uniforms(seed, keys, _BATTERY, _NIGHTLY, days, 0) < p.nightly_probability
     if behaviour.energy == "harvest":
         lo, hi = p.harvest_hours
-        start_h, length_h = 24.0 * d + lo + offset_h, np.full(len(ids), hi - lo)
+        start_h, length_h = 24.0 * days + lo + offset, np.full(days.shape, hi - lo)
     else:
         lo, hi = p.nightly_duration_h
-        start_h = 24.0 * d + p.nightly_start_h + offset_h + p.nightly_start_sd_h * normals(
-            seed, ids, _BATTERY, _NIGHTLY, d)
-        length_h = lo + (hi - lo) * uniforms(seed, ids, _BATTERY, _NIGHTLY, d, 1)
-    starts, ends = (start_h * 3600.0).tolist(), ((start_h + length_h) * 3600.0).tolist()
-    for i in (i for i, h in enumerate(has) if h):
-        found[i].append((starts[i], ends[i]))
+        start_h = 24.0 * days + p.nightly_start_h + offset + p.nightly_start_sd_h * normals(
+            seed, keys, _BATTERY, _NIGHTLY, days)
+        length_h = lo + (hi - lo) * uniforms(seed, keys, _BATTERY, _NIGHTLY, days, 1)
+    return np.where(has, start_h * 3600.0, np.inf), np.where(has, (start_h + length_h) * 3600.0, np.inf)
 
 
-def _add_plugins(found: list[list[tuple[float, float]]], p: TraceParams, seed: int, ids: IntArray,
-                 d: IntArray) -> None:
-    """Each device's Poisson top-ups of day ``d`` (count by inversion of the Poisson CDF)."""
-    u, mean = uniforms(seed, ids, _BATTERY, _PLUGIN, d, -1), p.plugins_per_day
-    count, prob = np.zeros(len(ids), dtype=np.int64), math.exp(-mean)
+def _plugins(p: TraceParams, seed: int, ids: IntArray, days: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Each device's Poisson top-ups of each of its ``days`` (count by inversion of the Poisson
+    CDF): starts and ends, a row per device (infinities where it has fewer than the most)."""
+    u, mean = uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day
+    count, prob = np.zeros(days.shape, dtype=np.int64), math.exp(-mean)
     cdf, n = prob, 0
     while n < 50 and bool((u > cdf).any()):  # the scalar loop's steps, taken by every device still above
         n += 1
         count = np.where(u > cdf, n, count)
         prob *= mean / n
         cdf += prob
+    counts = count.ravel()  # row-major: device by device, its days in order
+    total = int(counts.sum())
+    who, day = np.repeat(np.repeat(ids, days.shape[1]), counts), np.repeat(days.ravel(), counts)
+    i = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)  # the top-up's index in its day
     lo, hi = p.plugin_duration_s
-    for i in range(int(count.max()) if len(ids) else 0):
-        some = count > i
-        who, day = ids[some], d[some]
-        starts = ((day + uniforms(seed, who, _BATTERY, _PLUGIN, day, i)) * DAY_S).tolist()
-        lengths = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, day, i, 1)).tolist()
-        for j, k in enumerate(np.flatnonzero(some).tolist()):
-            found[k].append((starts[j], starts[j] + lengths[j]))
+    start = (day + uniforms(seed, who, _BATTERY, _PLUGIN, day, i)) * DAY_S
+    length = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, day, i, 1))
+    per_device = count.sum(axis=1)
+    rows = np.repeat(np.arange(len(ids)), per_device)
+    cols = np.arange(total) - np.repeat(np.cumsum(per_device) - per_device, per_device)
+    starts = np.full((len(ids), int(per_device.max(initial=0))), np.inf)
+    ends = np.full(starts.shape, np.inf)
+    starts[rows, cols], ends[rows, cols] = start, start + length
+    return starts, ends
 
 
 def _batteries(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArray, t: FloatArray,
-               planned: list[tuple[tuple[float, float], ...]], anchors: FloatArray) -> tuple[FloatArray, BoolArray]:
-    """``lazy_battery.battery_at`` of every device: its sessions played forward together, one
-    session a pass. A user's reaction to a low battery (a top-up session inserted mid-play) is
-    held as each device's one extra session; a device that would need a second one while the
-    first still waits is played by ``battery_at`` itself."""
+               planned: tuple[FloatArray, FloatArray], anchors: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """``lazy_battery.battery_at`` of every device: its sessions (:func:`_sessions`) played
+    forward together, one session a pass. A user's reaction to a low battery (a top-up session
+    inserted mid-play) is held as each device's one extra session; a device that would need a
+    second one while the first still waits is played by ``battery_at`` itself."""
     n, nightly = len(ids), behaviour.energy == "nightly"
-    starts, ends = _padded(planned)
+    starts, ends = planned
     lo, hi = p.start_battery
     level, now = lo + (hi - lo) * anchors, (_floor(t / DAY_S) - 1) * DAY_S
     drain = behaviour.drain_per_h / 3600.0 * (0.5 + 3.5 * mean_app_share(p))
@@ -252,11 +271,10 @@ def _batteries(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArra
                 hit = active & armed & (low_at < np.minimum(start, t))
                 scalar |= hit & extra  # a second reaction while one waits (or is the session popped)
                 active &= ~(hit & scalar)
-                for i in np.flatnonzero(hit & active).tolist():  # the session popped stays pending
-                    key, low = (seed, int(ids[i]), _BATTERY), float(low_at[i])
-                    plug = low + _geometric_wait(key, low, p) * p.step_s
-                    extra[i], extra_start[i] = True, plug
-                    extra_end[i] = plug + _plug_length_s(*key, _REACT, int(low // p.step_s), params=p)
+                react = np.flatnonzero(hit & active)  # the session popped stays pending
+                if len(react):
+                    extra[react] = True
+                    extra_start[react], extra_end[react] = _reactions(p, seed, ids[react], low_at[react])
                 armed &= ~hit
                 moving = active & ~hit
             else:
@@ -273,21 +291,31 @@ def _batteries(p: TraceParams, behaviour: TierBehaviour, seed: int, ids: IntArra
             level = np.where(ended, _charged(drained, end - start, gain, p), level)
             now, armed = np.where(ended, end, now), np.where(ended, nightly, armed)
     for i in np.flatnonzero(scalar).tolist():
-        found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, behaviour, planned[i],
-                                           float(anchors[i]))
+        found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, behaviour,
+                                           _planned(starts, ends, i), float(anchors[i]))
     return found, charging
 
 
-def _padded(planned: list[tuple[tuple[float, float], ...]]) -> tuple[FloatArray, FloatArray]:
-    """Session starts and ends, one row per device, padded with infinities (at least one)."""
-    lens = np.array([len(s) for s in planned], dtype=np.int64)
-    width = int(lens.max(initial=0)) + 1
-    starts, ends = np.full((len(planned), width), np.inf), np.full((len(planned), width), np.inf)
-    flat = np.array([x for s in planned for x in s], dtype=np.float64).reshape(-1, 2)
-    rows = np.repeat(np.arange(len(planned)), lens)
-    cols = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
-    starts[rows, cols], ends[rows, cols] = flat[:, 0], flat[:, 1]
-    return starts, ends
+def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The top-up session (start, end) each device plugs in for after its battery fell low at
+    ``low_at`` (``lazy_battery``'s geometric wait and plug length, the keyed draws together)."""
+    lows = low_at.tolist()
+    step = np.array([int(x // p.step_s) for x in lows], dtype=np.int64)
+    waits = _geometric_waits(p, uniforms(seed, ids, _BATTERY, _REACT, step, 2))
+    plugs = [x + w * p.step_s for x, w in zip(lows, waits)]
+    lo, hi = p.plugin_duration_s
+    lengths = uniforms(seed, ids, _BATTERY, _REACT, step).tolist()
+    return np.array(plugs), np.array([x + max(p.step_s, lo + (hi - lo) * u) for x, u in zip(plugs, lengths)])
+
+
+def _geometric_waits(p: TraceParams, drawn: FloatArray) -> list[int]:
+    """``lazy_battery._geometric_wait`` of each keyed uniform ``drawn``."""
+    chance = p.low_battery_plug_per_step
+    if chance >= 1.0:
+        return [1] * len(drawn)
+    if chance <= 0.0:
+        return [1 << 30] * len(drawn)
+    return [max(1, math.ceil(math.log(1.0 - u) / math.log(1.0 - chance))) for u in drawn.tolist()]
 
 
 def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: float, p: TraceParams) -> FloatArray:

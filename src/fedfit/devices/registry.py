@@ -1,6 +1,10 @@
 """The server's book of devices: profiles, last reported states and task history.
 
-Plain bookkeeping in dictionaries; no clocks, no I/O. Virtual times are passed in. The
+Plain bookkeeping; no clocks, no I/O. Virtual times are passed in. Each device is a row: its
+profile, last reported state and history in lists, and the state's hot fields (report time,
+online, charging, battery, free memory, link) in numpy columns
+(:class:`~fedfit.devices.state_columns.StateColumns`), so a round's check-in of many devices is
+a few array writes and :meth:`Registry.hot_states` reads many devices at once. The
 orchestration loops keep one: devices are enrolled with their profiles, report their state
 when they check in, and every finished task is recorded (:meth:`Registry.record_task`);
 compute-aware and Oort-guided selection read readiness and feedback from it. It is the one
@@ -19,9 +23,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from fedfit.devices.state_columns import HotStates, StateColumns
 from fedfit.types import DeviceProfile, DeviceState, Failure, TaskResult
 
 
@@ -102,39 +110,53 @@ class RegistryEntry:
 _NO_HISTORY = DeviceHistory()
 
 
-@dataclass(slots=True)
-class _Entry:
-    profile: DeviceProfile
-    state: DeviceState | None = None
-    state_at_s: float | None = None
-    history: DeviceHistory = _NO_HISTORY
-
-
 class Registry:
     """Every enrolled device, in enrolment order."""
 
     def __init__(self) -> None:
-        self._entries: dict[int, _Entry] = {}
+        # device id -> row; ``None`` while every id is its own row (0, 1, 2, ... in order: a
+        # simulated fleet), which saves a million-entry dictionary
+        self._rows: dict[int, int] | None = None
+        self._ids: list[int] = []
+        self._profiles: list[DeviceProfile] = []
+        self._states: list[DeviceState | None] = []
+        self._histories: list[DeviceHistory] = []
+        self._columns = StateColumns()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._ids)
 
     def __contains__(self, device_id: object) -> bool:
-        return device_id in self._entries
+        if self._rows is None:
+            return isinstance(device_id, int | np.integer) and bool(0 <= device_id < len(self._ids))
+        return device_id in self._rows
 
-    def _entry(self, device_id: int) -> _Entry:
-        try:
-            return self._entries[device_id]
-        except KeyError:
-            raise KeyError(f"unknown device {device_id!r}") from None
+    def _row(self, device_id: int) -> int:
+        rows = self._rows
+        if rows is None:
+            if isinstance(device_id, int | np.integer) and 0 <= device_id < len(self._ids):
+                return int(device_id)
+        elif device_id in rows:
+            return rows[device_id]
+        raise KeyError(f"unknown device {device_id!r}")
 
     def entries(self) -> tuple[RegistryEntry, ...]:
         """Every device's entry, in enrolment order (for a checkpoint)."""
-        return tuple(RegistryEntry(d, e.profile, e.state, e.state_at_s, e.history) for d, e in self._entries.items())
+        at = self._columns.rows(np.arange(len(self._ids))).reported_at_s.tolist()
+        return tuple(RegistryEntry(d, p, s, None if t != t else t, h) for d, p, s, t, h in zip(
+            self._ids, self._profiles, self._states, at, self._histories))
 
     def restore(self, entries: tuple[RegistryEntry, ...]) -> None:
         """Replace every entry with ``entries`` (from :meth:`entries`)."""
-        self._entries = {e.device_id: _Entry(e.profile, e.state, e.state_at_s, e.history) for e in entries}
+        self._rows, self._ids, self._columns = None, [], StateColumns()
+        self._profiles, self._states, self._histories = [], [], []
+        for e in entries:
+            self.add(e.device_id, e.profile)
+            self._states[-1], self._histories[-1] = e.state, e.history
+        reported = [(i, e.state, math.nan if e.state_at_s is None else e.state_at_s)
+                    for i, e in enumerate(entries) if e.state is not None]
+        self._columns.write(np.array([r[0] for r in reported], dtype=np.int64), [r[1] for r in reported],
+                            [r[2] for r in reported])
 
     def add(self, device_id: int, profile: DeviceProfile) -> None:
         """Enrol a device.
@@ -142,13 +164,21 @@ class Registry:
         Raises:
             ValueError: the id is already enrolled.
         """
-        if device_id in self._entries:
+        if device_id in self:
             raise ValueError(f"device {device_id} is already registered")
-        self._entries[device_id] = _Entry(profile=profile)
+        row = self._columns.append()
+        if self._rows is None and device_id != row:  # ids no longer their rows: index them
+            self._rows = {d: i for i, d in enumerate(self._ids)}
+        if self._rows is not None:
+            self._rows[device_id] = row
+        self._ids.append(device_id)
+        self._profiles.append(profile)
+        self._states.append(None)
+        self._histories.append(_NO_HISTORY)
 
     def profile(self, device_id: int) -> DeviceProfile:
         """The device's static profile. Raises ``KeyError`` for an unknown id."""
-        return self._entry(device_id).profile
+        return self._profiles[self._row(device_id)]
 
     def report_state(self, device_id: int, state: DeviceState, at_s: float) -> bool:
         """Store a state the device reported at virtual time ``at_s``.
@@ -157,25 +187,32 @@ class Registry:
             Whether it was stored: a report older than the one held is ignored (reports can
             arrive out of order); one at the same time replaces it.
         """
-        entry = self._entry(device_id)
-        if entry.state_at_s is not None and at_s < entry.state_at_s:
+        row = self._row(device_id)
+        if not self._columns.write_one(row, state, at_s):
             return False
-        entry.state, entry.state_at_s = state, at_s
+        self._states[row] = state
         return True
 
     def report_states(self, device_ids: Sequence[int], states: Sequence[DeviceState], at_s: float) -> None:
         """:meth:`report_state` of each device with its state, all at virtual time ``at_s``."""
-        entries = self._entries
-        for device_id, state in zip(device_ids, states, strict=True):
-            entry = entries.get(device_id)
-            if entry is None:
-                raise KeyError(f"unknown device {device_id!r}")
-            if entry.state_at_s is None or at_s >= entry.state_at_s:
-                entry.state, entry.state_at_s = state, at_s
+        if len(device_ids) != len(states):
+            raise ValueError(f"{len(device_ids)} devices but {len(states)} states")
+        rows = np.array([self._row(d) for d in device_ids], dtype=np.int64)
+        written = self._columns.write(rows, states, at_s)
+        held = self._states
+        for row, state, ok in zip(rows.tolist(), states, written.tolist()):
+            if ok:
+                held[row] = state
+
+    def hot_states(self, device_ids: Sequence[int]) -> HotStates:
+        """The hot fields of the devices' last reports as arrays, one entry per device (see
+        :class:`~fedfit.devices.state_columns.HotStates` for what a device that never reported
+        holds). Raises ``KeyError`` for an unknown id."""
+        return self._columns.rows(np.array([self._row(d) for d in device_ids], dtype=np.int64))
 
     def last_state(self, device_id: int) -> DeviceState | None:
         """The latest reported state; ``None`` if the device never reported."""
-        return self._entry(device_id).state
+        return self._states[self._row(device_id)]
 
     def reported_state(self, device_id: int) -> DeviceState:
         """The latest reported state.
@@ -183,14 +220,14 @@ class Registry:
         Raises:
             LookupError: the device never reported (``KeyError`` for an unknown id).
         """
-        state = self._entry(device_id).state
+        state = self._states[self._row(device_id)]
         if state is None:
             raise LookupError(f"device {device_id} has not reported a state")
         return state
 
     def last_report_s(self, device_id: int) -> float | None:
         """Virtual time of the latest report; ``None`` if the device never reported."""
-        return self._entry(device_id).state_at_s
+        return self._columns.reported_at(self._row(device_id))
 
     def record_result(
         self, device_id: int, *, ok: bool, cause: str | None, duration_s: float, round: int
@@ -209,48 +246,47 @@ class Registry:
         """
         if ok == (cause is not None):
             raise ValueError(f"ok={ok} needs cause {'None' if ok else 'set'}, got {cause!r}")
-        entry = self._entry(device_id)
-        entry.history = _counted(entry.history, cause, duration_s, round)
+        row = self._row(device_id)
+        self._histories[row] = _counted(self._histories[row], cause, duration_s, round)
 
     def record_task(self, result: TaskResult) -> None:
         """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
         batch it used (:meth:`record_batch`) and what it reported (``last_update``)."""
-        device, outcome = result.plan.device_id, result.outcome
-        duration_s = result.finish_s - result.start_s
-        entry = self._entry(device)
+        outcome, duration_s = result.outcome, result.finish_s - result.start_s
+        row, histories = self._row(result.plan.device_id), self._histories
         if isinstance(outcome, Failure):
-            entry.history = _counted(entry.history, outcome.cause, duration_s, result.plan.round)
+            histories[row] = _counted(histories[row], outcome.cause, duration_s, result.plan.round)
             return
         if outcome.micro_batch < 1 or outcome.accumulation_steps < 1:
             raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {outcome.micro_batch}, "
                              f"{outcome.accumulation_steps}")
-        entry.history = _counted(
-            entry.history, None, duration_s, result.plan.round,
+        histories[row] = _counted(
+            histories[row], None, duration_s, result.plan.round,
             last_batch=(outcome.micro_batch, outcome.accumulation_steps),
             last_update=UpdateRecord(outcome.round, duration_s, outcome.samples_processed, outcome.train_loss))
 
     def record_fold(self, device_id: int, version: int) -> tuple[int, ...]:
         """Note that the server folded one of the device's updates in at model ``version``;
         returns every version it was folded at so far."""
-        entry = self._entry(device_id)
-        folded = (*entry.history.folded, version)
-        entry.history = dataclasses.replace(entry.history, folded=folded)
+        row = self._row(device_id)
+        folded = (*self._histories[row].folded, version)
+        self._histories[row] = dataclasses.replace(self._histories[row], folded=folded)
         return folded
 
     def failure_streak(self, device_id: int) -> int:
         """Failures in a row since the device's last success (0: its last task succeeded)."""
-        return self._entry(device_id).history.failure_streak
+        return self._histories[self._row(device_id)].failure_streak
 
     def history(self, device_id: int) -> DeviceHistory:
         """A copy of the device's task history."""
-        h = self._entry(device_id).history
+        h = self._histories[self._row(device_id)]
         return dataclasses.replace(h, failures_by_cause=dict(h.failures_by_cause))
 
     def suggest_batch(self, device_id: int, micro_batch: int) -> None:
         """Store the server's initial batch suggestion for the device (from its profile, e.g.
         :func:`fedfit.policy.batching.initial_batch`)."""
-        entry = self._entry(device_id)
-        entry.history = dataclasses.replace(entry.history, suggested_batch=micro_batch)
+        row = self._row(device_id)
+        self._histories[row] = dataclasses.replace(self._histories[row], suggested_batch=micro_batch)
 
     def record_batch(self, device_id: int, micro_batch: int, accumulation_steps: int) -> None:
         """Runtime feedback: the micro-batch and accumulation the device actually used.
@@ -260,27 +296,28 @@ class Registry:
         """
         if micro_batch < 1 or accumulation_steps < 1:
             raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {micro_batch}, {accumulation_steps}")
-        entry = self._entry(device_id)
-        entry.history = dataclasses.replace(entry.history, last_batch=(micro_batch, accumulation_steps))
+        row = self._row(device_id)
+        self._histories[row] = dataclasses.replace(self._histories[row], last_batch=(micro_batch, accumulation_steps))
 
     def readiness(self, device_id: int, afford: Callable[[DeviceProfile, DeviceState], int]) -> int:
         """The batch the device can afford now, from its last reported state (``afford`` is the
         batch policy, e.g. ``DynamicBatchPlanner.readiness``); the initial suggestion (or 0)
         when it never reported."""
-        entry = self._entry(device_id)
-        if entry.state is None:
-            return entry.history.suggested_batch or 0
-        return afford(entry.profile, entry.state)
+        row = self._row(device_id)
+        state = self._states[row]
+        if state is None:
+            return self._histories[row].suggested_batch or 0
+        return afford(self._profiles[row], state)
 
     def ids(self) -> list[int]:
         """Device ids in enrolment order."""
-        return list(self._entries)
+        return list(self._ids)
 
     def ids_by_tier(self) -> dict[str, list[int]]:
         """Device ids grouped by tier name (tiers in order of first enrolment)."""
         groups: dict[str, list[int]] = {}
-        for device_id, entry in self._entries.items():
-            groups.setdefault(entry.profile.tier, []).append(device_id)
+        for device_id, profile in zip(self._ids, self._profiles):
+            groups.setdefault(profile.tier, []).append(device_id)
         return groups
 
     def tiers(self) -> list[str]:

@@ -148,7 +148,7 @@ class WidthPlanner:
         elif p.mode == "capability":
             plan = capability_plan(plan, profile, state, widths=p.widths, costs=self.costs, memory=self.memory,
                                    num_examples=self.num_examples[device_id], deadline_s=p.deadline_s)
-        else:
+        elif plan.width != p.fixed:  # a copy only when it changes (a million plans a run add up)
             plan = dataclasses.replace(plan, width=p.fixed)
         return self._elastic(plan, round_) if p.elastic else plan
 
