@@ -25,6 +25,7 @@ from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
 from fedfit.cost.allocator import peak_live_bytes
 from fedfit.models.custom import probe_inputs
+from fedfit.models.eager import spare_dynamo_import
 from fedfit.models.stages import Stage, stages_of
 
 BYTES_PER_FLOAT = 4
@@ -146,6 +147,11 @@ class _OutputBytes(TorchDispatchMode):
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.param_ptrs:
                 self.sizes.append(t.numel() * t.element_size())
         return out
+
+
+#: FLOP and byte counting are dispatch modes, whose first dispatch would import torch._dynamo.
+spare_dynamo_import()
+spare_dynamo_import(_OutputBytes.__torch_dispatch__)
 
 
 class _OutputGradient(torch.autograd.Function):
