@@ -67,3 +67,12 @@ def test_training_step_does_not_import_dynamo() -> None:
             "print('torch._dynamo' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_step_hooks_are_refused_not_skipped() -> None:
+    w = torch.nn.Parameter(torch.zeros(2))
+    opt = EagerSGD([w], lr=0.1)
+    opt.register_step_pre_hook(lambda *_: None)
+    w.grad = torch.ones(2)
+    with pytest.raises(ValueError, match="step hooks"):
+        opt.step()

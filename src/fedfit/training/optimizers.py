@@ -73,22 +73,28 @@ class EagerSGD(torch.optim.SGD):
     imports ``torch._dynamo`` on the first step (~1.8 s of CPU) and enters a profiler scope and a
     graph break on every step. The arithmetic is PyTorch's ``_single_tensor_sgd`` for dense
     gradients (weight decay, momentum with dampening, Nesterov), so updates are bit-identical;
-    momentum buffers live in ``state[p]["momentum_buffer"]`` as PyTorch keeps them.
+    momentum buffers live in ``state[p]["momentum_buffer"]`` as PyTorch keeps them. Its step is
+    not wrapped in PyTorch's step hooks and profiler scope (tens of µs a step): step hooks
+    registered on it are refused rather than silently skipped.
     """
 
-    @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        if self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks:
+            raise ValueError("EagerSGD does not run step hooks; use torch.optim.SGD")
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            if group["maximize"] or group["differentiable"] or group["fused"]:
-                raise ValueError("EagerSGD: maximize, differentiable and fused are not supported")
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, p.grad, group)
+        with torch.no_grad():
+            for group in self.param_groups:
+                if group["maximize"] or group["differentiable"] or group["fused"]:
+                    raise ValueError("EagerSGD: maximize, differentiable and fused are not supported")
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, p.grad, group)
         return loss
+
+    step.hooked = True  # type: ignore[attr-defined]  # keeps Optimizer from wrapping it in its hook scope
 
     def _update(self, param: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         if grad.is_sparse:
