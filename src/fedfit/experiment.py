@@ -37,6 +37,7 @@ from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.devices import (
     DeviceTrace, Registry, TraceParams, generate_traces, load_csv_trace, profile_from_mapping,
 )
+from fedfit.devices.csv_trace import columns_from_start
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.realistic import catalogue
 from fedfit.errors import ConfigError
@@ -133,8 +134,10 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Seq
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(profiles)})")
     lazy = model == "lazy" or (model == "auto" and len(profiles) > LAZY_TRACES_ABOVE)
     ids = list(config.fleet.traces) if lazy else list(range(len(profiles)))
-    generated = dict(zip(ids, generate_traces([profiles[i] for i in ids], ids, seed=config.seed, params=params),
-                         strict=True))
+    replaced = [columns_from_start(config.fleet.traces[i], config.fleet.max_trace_bytes)
+                if i in config.fleet.traces else frozenset[str]() for i in ids]
+    generated = dict(zip(ids, generate_traces([profiles[i] for i in ids], ids, seed=config.seed, params=params,
+                                              replaced=replaced), strict=True))
     csv = {device: load_csv_trace(path, generated[device], config.fleet.max_trace_bytes)
            for device, path in config.fleet.traces.items()}
     if lazy:

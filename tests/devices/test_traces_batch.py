@@ -98,3 +98,41 @@ def test_heat_walk_closes_the_gap_by_the_reversion() -> None:
 def test_mismatched_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="2 profiles for 1 device ids"):
         generate_traces([REALISTIC["smartwatch"]] * 2, [0], seed=0)
+
+
+CSV_TEXTS = {
+    "all": "t_s,link,bandwidth_bps,online,temperature_c\n0,wifi,100000000,true,30\n",
+    "online": "t_s,online\n0,true\n600,false\n",
+    "network": "t_s,link,bandwidth_bps\n0,cellular,1000000\n",
+    "heat": "t_s,temperature_c\n0,25\n3600,41\n",
+    "later": "t_s,link,bandwidth_bps,online,temperature_c\n60,wifi,100000000,true,30\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CSV_TEXTS))
+@pytest.mark.parametrize("tier", ["midrange_phone", "vehicle_computer", "sensor_mcu"])
+def test_skipping_what_a_csv_overwrites_gives_the_same_overlaid_trace(tmp_path, name: str, tier: str) -> None:
+    from fedfit.devices.csv_trace import columns_from_start, parse_csv_trace
+
+    path = tmp_path / "t.csv"
+    text = CSV_TEXTS[name].replace("wifi", "cellular") if tier == "sensor_mcu" else CSV_TEXTS[name]
+    path.write_text(text)
+    replaced = columns_from_start(path)
+    profile = REALISTIC[tier]
+    skipped = generate_traces([profile], [4], seed=2, replaced=[replaced])[0]
+    full = generate_trace(profile, seed=2, device_id=4)
+    assert _same(parse_csv_trace(text, skipped), parse_csv_trace(text, full))
+
+
+def test_columns_from_start(tmp_path) -> None:
+    from fedfit.devices.csv_trace import columns_from_start
+
+    cases = {"t_s,online,link,bandwidth_bps\n0,true,wifi,5\n": {"online", "link", "bandwidth_bps"},
+             "t_s,online\n0.0,true\n": {"online"},
+             "t_s,online\n60,true\n": set(),     # before the first row the generated values stand
+             "t_s,online\n": set(), "": set(), "t_s,online\nzero,true\n": set(), "t_s,online\n0\n": set()}
+    for i, (text, expected) in enumerate(cases.items()):
+        path = tmp_path / f"{i}.csv"
+        path.write_text(text)
+        assert columns_from_start(path) == expected, text
+    assert columns_from_start(tmp_path / "missing.csv") == frozenset()

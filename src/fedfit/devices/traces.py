@@ -213,29 +213,46 @@ def generate_traces(
     seed: int,
     params: TraceParams = TraceParams(),
     horizon_s: float = 172800.0,
+    replaced: Sequence[frozenset[str]] | None = None,
 ) -> list[DeviceTrace]:
     """:func:`generate_trace` of each ``(profiles[j], device_ids[j])``, equal bit for bit.
 
     Each device draws from its own random streams exactly as alone; the temperature walks, a
     per-step recurrence, run for up to :data:`WALK_BLOCK` devices at once (elementwise over
     devices, the same float operations per device), which is most of the time saved.
+
+    ``replaced[j]`` names fields of :data:`TRACE_ARRAYS` that device j's caller overwrites at
+    every step (a CSV trace whose first row is at t = 0): generators whose every output is
+    overwritten are skipped (each has its own random stream, so the others' draws do not
+    change) and their fields hold placeholders: availability when ``online`` is replaced, the
+    network when ``link``, ``bandwidth_bps`` and ``online`` are, heat when ``temperature_c`` is.
     """
-    if len(profiles) != len(device_ids):
-        raise ValueError(f"{len(profiles)} profiles for {len(device_ids)} device ids")
+    if len(profiles) != len(device_ids) or (replaced is not None and len(replaced) != len(profiles)):
+        raise ValueError(f"{len(profiles)} profiles for {len(device_ids)} device ids"
+                         + ("" if replaced is None else f" and {len(replaced)} replaced sets"))
+    skips = list(replaced) if replaced is not None else [frozenset()] * len(profiles)
     traces: list[DeviceTrace] = []
     for lo in range(0, len(profiles), WALK_BLOCK):
-        block = list(zip(profiles[lo:lo + WALK_BLOCK], device_ids[lo:lo + WALK_BLOCK], strict=True))
-        drawn = [_drawn(p, seed, d, params, horizon_s) for p, d in block]
+        block = list(zip(profiles[lo:lo + WALK_BLOCK], device_ids[lo:lo + WALK_BLOCK], skips[lo:lo + WALK_BLOCK],
+                         strict=True))
+        drawn = [_drawn(p, seed, d, params, horizon_s, skip) for p, d, skip in block]
         heats = [d.pop("heat") for d in drawn]
-        temps = battery_gen.heat_walk(np.stack([h[0] for h in heats]), np.stack([h[1] for h in heats]), params)
-        traces += [_assembled(p, params, d, t) for (p, _), d, t in zip(block, drawn, temps, strict=True)]
+        walked = iter(_walk_rows([h for h in heats if h is not None], params))
+        temps = [next(walked) if h is not None else np.full(len(d["share"]), np.nan) for h, d in zip(heats, drawn)]
+        traces += [_assembled(p, params, d, t) for (p, _, _), d, t in zip(block, drawn, temps, strict=True)]
     return traces
 
 
+def _walk_rows(heats: list[tuple[gen.FloatArray, gen.FloatArray]], params: TraceParams) -> gen.FloatArray:
+    if not heats:
+        return np.empty((0, 0))
+    return battery_gen.heat_walk(np.stack([h[0] for h in heats]), np.stack([h[1] for h in heats]), params)
+
+
 def _drawn(profile: DeviceProfile, seed: int, device_id: int, params: TraceParams,
-           horizon_s: float) -> dict[str, Any]:
+           horizon_s: float, replaced: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Every random draw of a device's trace: its arrays but temperature, and the heat walk's
-    ``(steady, noise)`` under ``heat``."""
+    ``(steady, noise)`` under ``heat`` (``None`` when replaced; see :func:`generate_traces`)."""
     if seed < 0 or device_id < 0:
         raise ValueError(f"seed and device_id must be >= 0, got {seed}, {device_id}")
     if not horizon_s >= params.step_s:
@@ -248,8 +265,14 @@ def _drawn(profile: DeviceProfile, seed: int, device_id: int, params: TraceParam
 
     offset_h = gen.habit_offset_h(rng(_HABITS), params)
     share = gen.app_memory_share(rng(_MEMORY), n, params)
-    link, bps = gen.network(rng(_NETWORK), n, params, behaviour, profile.radios, offset_h)
-    willing = gen.availability(rng(_AVAILABILITY), n, params, behaviour, offset_h)
+    if {"link", "bandwidth_bps", "online"} <= replaced:
+        link, bps = np.full(n, gen.OFFLINE, dtype=np.int64), np.zeros(n)
+    else:
+        link, bps = gen.network(rng(_NETWORK), n, params, behaviour, profile.radios, offset_h)
+    if "online" in replaced:
+        willing = np.zeros(n, dtype=np.bool_)
+    else:
+        willing = gen.availability(rng(_AVAILABILITY), n, params, behaviour, offset_h)
     online = willing & (link != gen.OFFLINE)
     level: gen.FloatArray | None = None
     charging: gen.BoolArray | None = None
@@ -258,8 +281,10 @@ def _drawn(profile: DeviceProfile, seed: int, device_id: int, params: TraceParam
         plan = battery_gen.planned_charging(energy_rng, n, params, behaviour, offset_h)
         level, charging = battery_gen.battery(energy_rng, plan, share, params, behaviour)
         online &= level > 0
+    heat = (None if "temperature_c" in replaced
+            else battery_gen.heat_inputs(rng(_HEAT), charging, share, params, behaviour))
     return {"share": share, "link": link, "bps": bps, "online": online, "level": level, "charging": charging,
-            "heat": battery_gen.heat_inputs(rng(_HEAT), charging, share, params, behaviour)}
+            "heat": heat}
 
 
 def _assembled(profile: DeviceProfile, params: TraceParams, drawn: dict[str, Any],
