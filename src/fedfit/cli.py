@@ -33,7 +33,7 @@ from fedfit.report.lock import make_run_dir
 from fedfit.autoconfig import names_no_strategy
 from fedfit.strategies import TUNED, apply_strategy
 from fedfit.tuning import GridResult, tune
-from fedfit.transport.commands import add_parsers as add_deploy_parsers
+from fedfit.transport.cli_parsers import add_parsers as add_deploy_parsers
 
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)

@@ -35,8 +35,9 @@ from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.data.stream import DataStream, StreamSpec
 from fedfit.devices import (
-    DeviceTrace, Registry, TraceParams, generate_trace, load_csv_trace, profile_from_mapping,
+    DeviceTrace, Registry, TraceParams, generate_traces, load_csv_trace, profile_from_mapping,
 )
+from fedfit.devices.csv_trace import columns_from_start
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.realistic import catalogue
 from fedfit.errors import ConfigError
@@ -128,17 +129,20 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Seq
     CSV traces laid over the named devices."""
     params = TraceParams(step_s=config.fleet.trace_step_s)
     model = config.fleet.trace_model
-    csv: dict[int, DeviceTrace] = {}
-    for device, path in config.fleet.traces.items():
+    for device in config.fleet.traces:
         if not 0 <= device < len(profiles):
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(profiles)})")
-        base = generate_trace(profiles[device], seed=config.seed, device_id=device, params=params)
-        csv[device] = load_csv_trace(path, base, config.fleet.max_trace_bytes)
-    if model == "lazy" or (model == "auto" and len(profiles) > LAZY_TRACES_ABOVE):
+    lazy = model == "lazy" or (model == "auto" and len(profiles) > LAZY_TRACES_ABOVE)
+    ids = list(config.fleet.traces) if lazy else list(range(len(profiles)))
+    replaced = [columns_from_start(config.fleet.traces[i], config.fleet.max_trace_bytes)
+                if i in config.fleet.traces else frozenset[str]() for i in ids]
+    generated = dict(zip(ids, generate_traces([profiles[i] for i in ids], ids, seed=config.seed, params=params,
+                                              replaced=replaced), strict=True))
+    csv = {device: load_csv_trace(path, generated[device], config.fleet.max_trace_bytes)
+           for device, path in config.fleet.traces.items()}
+    if lazy:
         return LazyTraces(profiles, params, config.seed, overrides=csv)
-    traces = [csv.get(i) or generate_trace(p, seed=config.seed, device_id=i, params=params)
-              for i, p in enumerate(profiles)]
-    return traces
+    return [csv.get(i) or generated[i] for i in range(len(profiles))]
 
 
 def memory_planner(config: ExperimentConfig, base: Planner, costs: Callable[[float], ModelCost],

@@ -20,6 +20,7 @@ def test_all_names_are_exported() -> None:
             "UpdateRecord",
             "catalogue",
             "generate_trace",
+            "generate_traces",
             "load_csv_trace",
             "parse_csv_trace",
             "profile_from_mapping",

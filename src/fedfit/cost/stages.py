@@ -25,6 +25,7 @@ from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
 from fedfit.cost.allocator import peak_live_bytes
 from fedfit.models.custom import probe_inputs
+from fedfit.models.eager import spare_dynamo_import
 from fedfit.models.stages import Stage, stages_of
 
 BYTES_PER_FLOAT = 4
@@ -148,6 +149,11 @@ class _OutputBytes(TorchDispatchMode):
         return out
 
 
+#: FLOP and byte counting are dispatch modes, whose first dispatch would import torch._dynamo.
+spare_dynamo_import()
+spare_dynamo_import(_OutputBytes.__torch_dispatch__)
+
+
 class _OutputGradient(torch.autograd.Function):
     """Ends a stage's graph in a scalar whose backward hands over ``grad``, the output's gradient,
     as the next stage's backward would: the output itself need not stay alive, and the engine
@@ -237,7 +243,7 @@ def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, floa
     with flop_counter() as fwd:
         out = stage.forward(model, x)
     with flop_counter() as bwd:
-        out.backward(torch.ones_like(out))
+        out.sum().backward()  # the gradient of ones; backward(ones) would import sympy (~1 s) for a shape check
     model.zero_grad(set_to_none=True)
     return float(fwd.get_total_flops()), float(bwd.get_total_flops())
 

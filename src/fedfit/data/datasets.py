@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import sklearn.datasets  # type: ignore[import-untyped]
 import torch
-from sklearn.model_selection import train_test_split  # type: ignore[import-untyped]
 
 from fedfit.data.idx import read_idx
 from fedfit.errors import DataError
@@ -118,6 +116,9 @@ def load_digits() -> tuple[ArrayDataset, ArrayDataset]:
         with seed ``DIGITS_SPLIT_SEED`` (the same split on every call); inputs ``float32`` of
         shape ``(n, 1, 8, 8)`` scaled from 0..16 to [0, 1]; labels ``int64`` in 0..9.
     """
+    import sklearn.datasets  # type: ignore[import-untyped]  # here: importing sklearn takes ~1.5 s
+    from sklearn.model_selection import train_test_split  # type: ignore[import-untyped]
+
     bunch = sklearn.datasets.load_digits()
     images = np.asarray(bunch.images, dtype=np.float32) / 16.0
     labels = np.asarray(bunch.target, dtype=np.int64)

@@ -14,7 +14,7 @@ from fedfit.devices.monitor import Monitor, PsutilMonitor, TraceMonitor
 from fedfit.devices.realistic import CATALOGUES, REALISTIC, catalogue
 from fedfit.devices.registry import DeviceHistory, Registry, UpdateRecord
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
-from fedfit.devices.traces import DeviceTrace, generate_trace, thermal_of, with_consumption
+from fedfit.devices.traces import DeviceTrace, generate_trace, generate_traces, thermal_of, with_consumption
 
 __all__ = [
     "CATALOGUES",
@@ -31,6 +31,7 @@ __all__ = [
     "UpdateRecord",
     "catalogue",
     "generate_trace",
+    "generate_traces",
     "load_csv_trace",
     "parse_csv_trace",
     "profile_from_mapping",

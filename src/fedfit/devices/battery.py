@@ -102,17 +102,52 @@ def temperature(
     Steady value: the device's resting temperature (``ambient_c`` plus ``N(0, ambient_sd_c)``)
     plus ``charging_heat_c`` while charging from a charger (harvesting trickles too little to
     heat) plus ``use_heat_c * min(share, 1)``. Each step closes ``heat_reversion`` of the gap
-    and adds ``N(0, heat_noise_c)``.
+    and adds ``N(0, heat_noise_c)``. (:func:`heat_inputs` then :func:`heat_walk`.)
     """
+    steady, noise = heat_inputs(rng, charging, share, params, behaviour)
+    return heat_walk(steady, noise, params)
+
+
+def heat_inputs(
+    rng: np.random.Generator,
+    charging: BoolArray | None,
+    share: FloatArray,
+    params: TraceParams,
+    behaviour: TierBehaviour,
+) -> tuple[FloatArray, FloatArray]:
+    """The steady value and the noise of :func:`temperature` per step (all its random draws)."""
     n = len(share)
     resting = behaviour.ambient_c + float(rng.normal(0.0, params.ambient_sd_c))
     steady = resting + params.use_heat_c * np.minimum(share, 1.0)
     if charging is not None and behaviour.energy == "nightly":
         steady = steady + params.charging_heat_c * charging
-    noise = rng.normal(0.0, params.heat_noise_c, size=n)
+    return steady, rng.normal(0.0, params.heat_noise_c, size=n)
+
+
+def heat_walk(steady: FloatArray, noise: FloatArray, params: TraceParams) -> FloatArray:
+    """:func:`temperature`'s walk over ``steady`` and ``noise``: one device's ``(n,)`` arrays, or
+    ``(devices, n)`` rows walked all at once (column by column, the same float operations per
+    device, so each row equals its device's walk bit for bit)."""
+    if steady.ndim == 2:
+        return _heat_walk_rows(steady, noise, params.heat_reversion)
+    n = len(steady)
     temps = np.empty(n)
     current = float(steady[0])
     for i in range(n):
         temps[i] = current
         current += params.heat_reversion * (float(steady[i]) - current) + float(noise[i])
     return temps
+
+
+def _heat_walk_rows(steady: FloatArray, noise: FloatArray, reversion: float) -> FloatArray:
+    cols_steady, cols_noise = np.ascontiguousarray(steady.T), np.ascontiguousarray(noise.T)
+    temps = np.empty_like(cols_steady)
+    current = cols_steady[0].copy()
+    gap = np.empty_like(current)
+    for i in range(len(cols_steady)):
+        temps[i] = current
+        np.subtract(cols_steady[i], current, out=gap)  # current += reversion * (steady - current) + noise
+        gap *= reversion
+        gap += cols_noise[i]
+        current += gap
+    return np.ascontiguousarray(temps.T)

@@ -76,6 +76,27 @@ def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace, max_bytes: i
     return parse_csv_trace(text, base, source=os.fspath(path))
 
 
+def columns_from_start(path: str | os.PathLike[str], max_bytes: int = MAX_TRACE_BYTES) -> frozenset[str]:
+    """The columns a CSV trace sets at every step: its columns when its first row is at t = 0,
+    else none. A file that cannot be read this far gives none (:func:`load_csv_trace` then
+    reports what is wrong with it). Lets the generator skip what the file overwrites."""
+    try:
+        with Path(path).open("rb") as f:
+            head = f.read(min(max_bytes, 4096)).decode("utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    rows = csv.reader(io.StringIO(head))
+    header, first = next(rows, None), next(rows, None)
+    if not header or not first or len(first) != len(header):
+        return frozenset()
+    cells = dict(zip((name.strip() for name in header), (cell.strip() for cell in first), strict=True))
+    try:
+        at_zero = float(cells.get("t_s", "")) == 0.0
+    except ValueError:
+        return frozenset()
+    return frozenset(name for name in cells if name in COLUMNS) if at_zero else frozenset()
+
+
 def parse_csv_trace(text: str, base: DeviceTrace, *, source: str = "<csv>") -> DeviceTrace:
     """Lay CSV ``text`` over ``base``; ``source`` names it in errors (as :func:`load_csv_trace`)."""
     reader = csv.reader(io.StringIO(text))

@@ -90,15 +90,17 @@ def app_memory_share(rng: np.random.Generator, n: int, params: TraceParams) -> F
     holds a share drawn from ``params.app_share``.
     """
     share = np.zeros(n)
-    on_steps = params.app_mean_on_s / params.step_s
-    off_steps = params.app_mean_off_s / params.step_s
+    # spell_length's draws inlined (one spell per iteration: the call overhead was most of it)
+    geometric, uniform, (low, high) = rng.geometric, rng.uniform, params.app_share
+    p_end_on = 1.0 / max(params.app_mean_on_s / params.step_s, 1.0)
+    p_end_off = 1.0 / max(params.app_mean_off_s / params.step_s, 1.0)
     p_on = params.app_mean_on_s / (params.app_mean_on_s + params.app_mean_off_s)
     for _ in range(params.app_slots):
         start, running = 0, bool(rng.random() < p_on)
         while start < n:
-            length = spell_length(rng, on_steps if running else off_steps)
+            length = int(geometric(p_end_on if running else p_end_off))
             if running:
-                share[start : start + length] += rng.uniform(*params.app_share)
+                share[start : start + length] += uniform(low, high)
             start, running = start + length, not running
     return share
 
@@ -218,11 +220,12 @@ def availability(
     """
     willing = np.zeros(n, dtype=np.bool_)
     on_steps = params.online_mean_run_s / params.step_s
+    geometric = rng.geometric
     start, on = 0, bool(rng.random() < _willing_share(behaviour, -offset_h))
     while start < n:
         share = _willing_share(behaviour, start * params.step_s / 3600.0 - offset_h)
         mean = on_steps if on else on_steps * (1.0 - share) / share
-        length = spell_length(rng, mean)
+        length = int(geometric(1.0 / max(mean, 1.0)))  # spell_length, inlined
         willing[start : start + length] = on
         start, on = start + length, not on
     return willing

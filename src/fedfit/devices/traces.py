@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -195,6 +197,62 @@ def generate_trace(
     Raises:
         ValueError: a negative seed or device id, or a horizon shorter than one step.
     """
+    drawn = _drawn(profile, seed, device_id, params, horizon_s)
+    steady, noise = drawn.pop("heat")
+    return _assembled(profile, params, drawn, battery_gen.heat_walk(steady, noise, params))
+
+
+#: Devices whose heat walks :func:`generate_traces` runs as one array operation.
+WALK_BLOCK = 1024
+
+
+def generate_traces(
+    profiles: Sequence[DeviceProfile],
+    device_ids: Sequence[int],
+    *,
+    seed: int,
+    params: TraceParams = TraceParams(),
+    horizon_s: float = 172800.0,
+    replaced: Sequence[frozenset[str]] | None = None,
+) -> list[DeviceTrace]:
+    """:func:`generate_trace` of each ``(profiles[j], device_ids[j])``, equal bit for bit.
+
+    Each device draws from its own random streams exactly as alone; the temperature walks, a
+    per-step recurrence, run for up to :data:`WALK_BLOCK` devices at once (elementwise over
+    devices, the same float operations per device), which is most of the time saved.
+
+    ``replaced[j]`` names fields of :data:`TRACE_ARRAYS` that device j's caller overwrites at
+    every step (a CSV trace whose first row is at t = 0): generators whose every output is
+    overwritten are skipped (each has its own random stream, so the others' draws do not
+    change) and their fields hold placeholders: availability when ``online`` is replaced, the
+    network when ``link``, ``bandwidth_bps`` and ``online`` are, heat when ``temperature_c`` is.
+    """
+    if len(profiles) != len(device_ids) or (replaced is not None and len(replaced) != len(profiles)):
+        raise ValueError(f"{len(profiles)} profiles for {len(device_ids)} device ids"
+                         + ("" if replaced is None else f" and {len(replaced)} replaced sets"))
+    skips = list(replaced) if replaced is not None else [frozenset()] * len(profiles)
+    traces: list[DeviceTrace] = []
+    for lo in range(0, len(profiles), WALK_BLOCK):
+        block = list(zip(profiles[lo:lo + WALK_BLOCK], device_ids[lo:lo + WALK_BLOCK], skips[lo:lo + WALK_BLOCK],
+                         strict=True))
+        drawn = [_drawn(p, seed, d, params, horizon_s, skip) for p, d, skip in block]
+        heats = [d.pop("heat") for d in drawn]
+        walked = iter(_walk_rows([h for h in heats if h is not None], params))
+        temps = [next(walked) if h is not None else np.full(len(d["share"]), np.nan) for h, d in zip(heats, drawn)]
+        traces += [_assembled(p, params, d, t) for (p, _, _), d, t in zip(block, drawn, temps, strict=True)]
+    return traces
+
+
+def _walk_rows(heats: list[tuple[gen.FloatArray, gen.FloatArray]], params: TraceParams) -> gen.FloatArray:
+    if not heats:
+        return np.empty((0, 0))
+    return battery_gen.heat_walk(np.stack([h[0] for h in heats]), np.stack([h[1] for h in heats]), params)
+
+
+def _drawn(profile: DeviceProfile, seed: int, device_id: int, params: TraceParams,
+           horizon_s: float, replaced: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Every random draw of a device's trace: its arrays but temperature, and the heat walk's
+    ``(steady, noise)`` under ``heat`` (``None`` when replaced; see :func:`generate_traces`)."""
     if seed < 0 or device_id < 0:
         raise ValueError(f"seed and device_id must be >= 0, got {seed}, {device_id}")
     if not horizon_s >= params.step_s:
@@ -207,8 +265,14 @@ def generate_trace(
 
     offset_h = gen.habit_offset_h(rng(_HABITS), params)
     share = gen.app_memory_share(rng(_MEMORY), n, params)
-    link, bps = gen.network(rng(_NETWORK), n, params, behaviour, profile.radios, offset_h)
-    willing = gen.availability(rng(_AVAILABILITY), n, params, behaviour, offset_h)
+    if {"link", "bandwidth_bps", "online"} <= replaced:
+        link, bps = np.full(n, gen.OFFLINE, dtype=np.int64), np.zeros(n)
+    else:
+        link, bps = gen.network(rng(_NETWORK), n, params, behaviour, profile.radios, offset_h)
+    if "online" in replaced:
+        willing = np.zeros(n, dtype=np.bool_)
+    else:
+        willing = gen.availability(rng(_AVAILABILITY), n, params, behaviour, offset_h)
     online = willing & (link != gen.OFFLINE)
     level: gen.FloatArray | None = None
     charging: gen.BoolArray | None = None
@@ -217,17 +281,26 @@ def generate_trace(
         plan = battery_gen.planned_charging(energy_rng, n, params, behaviour, offset_h)
         level, charging = battery_gen.battery(energy_rng, plan, share, params, behaviour)
         online &= level > 0
+    heat = (None if "temperature_c" in replaced
+            else battery_gen.heat_inputs(rng(_HEAT), charging, share, params, behaviour))
+    return {"share": share, "link": link, "bps": bps, "online": online, "level": level, "charging": charging,
+            "heat": heat}
+
+
+def _assembled(profile: DeviceProfile, params: TraceParams, drawn: dict[str, Any],
+               temperature_c: gen.FloatArray) -> DeviceTrace:
+    share = drawn["share"]
     free_share = np.clip(1.0 - share, 0.0, 1.0)
     free = np.floor(profile.training_memory_bytes * free_share).astype(np.int64)
     return DeviceTrace(
         profile=profile,
         params=params,
         free_memory_bytes=free,
-        battery_fraction=level,
-        charging=charging,
-        temperature_c=battery_gen.temperature(rng(_HEAT), charging, share, params, behaviour),
-        link=link,
-        bandwidth_bps=bps,
-        online=online,
+        battery_fraction=drawn["level"],
+        charging=drawn["charging"],
+        temperature_c=temperature_c,
+        link=drawn["link"],
+        bandwidth_bps=drawn["bps"],
+        online=drawn["online"],
         cpu_utilisation=np.minimum(1.0, 0.05 + 1.5 * share),
     )

@@ -8,13 +8,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from fedfit.report.summary import totals
+from fedfit.types import Failure, FailureCause, RoundReport, TaskResult
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from fedfit.report.summary import totals  # noqa: E402
-from fedfit.types import Failure, FailureCause, RoundReport, TaskResult  # noqa: E402
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, imported on the first plot (it takes ~1 s, and
+    runs without plots, or only importing fedfit, need not pay it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _accuracy_series(reports: Sequence[RoundReport]) -> tuple[list[float], list[float]]:
@@ -24,6 +30,7 @@ def _accuracy_series(reports: Sequence[RoundReport]) -> tuple[list[float], list[
 
 def plot_accuracy(runs: Mapping[str, Sequence[RoundReport]], path: Path, target: float | None = None) -> None:
     """Accuracy vs virtual minutes, one line per run (overlaid for ``compare``)."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for name, reports in runs.items():
         xs, ys = _accuracy_series(reports)
@@ -44,6 +51,7 @@ def plot_participation(reports: Sequence[RoundReport], path: Path) -> None:
     invited, joined = totals(reports, "invited_by_tier"), totals(reports, "participants_by_tier")
     failed = totals(reports, "failures_by_tier")
     tiers = sorted(invited)
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     xs = range(len(tiers))
     for offset, (label, counts) in zip((-0.27, 0.0, 0.27), (("invited", invited), ("updates", joined),
@@ -61,6 +69,7 @@ def plot_participation(reports: Sequence[RoundReport], path: Path) -> None:
 def plot_failures(reports: Sequence[RoundReport], path: Path) -> None:
     """Failures by cause per round (stacked)."""
     causes = sorted({c for r in reports for c in r.failures_by_cause})
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.6))
     bottom = [0] * len(reports)
     rounds = [r.round for r in reports]
@@ -110,6 +119,7 @@ def plot_batching_timeline(points: Sequence[TimelinePoint], path: Path) -> None:
     Declined tasks (a hot or drained device pausing) are drawn as ``x`` at micro-batch 0 and
     out-of-memory crashes as red triangles, so pauses and crashes show on the timeline.
     """
+    plt = _pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(7.5, 7.5), sharex=True)
     for tier in sorted({p.tier for p in points}):
         rows = sorted((p for p in points if p.tier == tier), key=lambda p: p.start_s)

@@ -1,8 +1,8 @@
 """Batched cohort training: many devices' local training as one vectorised op.
 
 The devices' parameters are stacked along a leading device axis; at every optimiser step one
-``torch.func.vmap`` of ``grad(functional_call(model, ...))`` computes each device's gradient of
-its own effective batch, and the local optimiser (:mod:`fedfit.training.stacked_optim`) steps
+``torch.func.vmap`` of ``functional_call(model, ...)``'s loss, differentiated by autograd, computes
+each device's gradient of its own effective batch, and the local optimiser (:mod:`fedfit.training.stacked_optim`) steps
 all devices' stacked parameters at once. The result is :func:`fedfit.training.trainer.train`'s within float
 rounding, because the same terms are summed (in another order):
 
@@ -29,7 +29,7 @@ from typing import cast
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call, vmap
 
 from fedfit.models.zoo import Scaler
 from fedfit.training.optimizers import OptimizerConfig
@@ -105,13 +105,24 @@ Gradients = Callable[..., tuple[dict[str, torch.Tensor], torch.Tensor]]
 
 
 def _gradients(model: nn.Module) -> Gradients:
-    """Each device's (gradient, loss) of Σ w·CE / n over its padded batch, vectorised over devices."""
-    def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
-             n: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each device's (gradient, loss) of Σ w·CE / n over its padded batch, vectorised over devices:
+    the ``vmap`` of the devices' losses, differentiated as their sum (device g's parameters reach
+    only its own loss, so each gets its own gradient). Plain autograd rather than
+    ``torch.func.grad``, whose first call imports ``torch._dynamo`` (~1.8 s of CPU)."""
+    def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, params, (x,))
-        value = (nn.functional.cross_entropy(out, y, reduction="none") * w).sum() / n
-        return value, value.detach()
-    return cast(Gradients, vmap(grad(loss, has_aux=True)))
+        return (nn.functional.cross_entropy(out, y, reduction="none") * w).sum() / n
+
+    losses_of = vmap(loss)
+
+    def gradients(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
+                  n: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        leaves = {name: t.detach().requires_grad_() for name, t in params.items()}
+        with torch.enable_grad():
+            losses = losses_of(leaves, x, y, w, n)
+            grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
+        return dict(zip(leaves, grads, strict=True)), losses.detach()
+    return gradients
 
 
 def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tuple[torch.Tensor, torch.Tensor]],
