@@ -216,7 +216,7 @@ def choose_mode(times: Sequence[float], clients_per_round: int, over_selection: 
 
 
 def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advantage: float = 1.0,
-           scalable_width: bool = True, discount: Discount | None = None) -> AutoDecision:
+           scalable_width: bool = True, discount: Discount | None = None, mode: str | None = None) -> AutoDecision:
     """Every run-wide choice of ``auto`` for this fleet (rules 1–8 of the module docstring).
 
     Args:
@@ -225,13 +225,15 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advan
         async_advantage: factor by which FedBuff's discounted update rate must beat sync's (rule 5).
         scalable_width: whether the model has a width to scale (rule 4).
         discount: the aggregation's staleness discount (default FedBuff's ``(1 + s)^(−½)``).
+        mode: ``sync`` or ``async`` imposed instead of rule 5's choice (``None``: rule 5); an
+            async run that stalls goes on with the ``sync`` decision (:mod:`fedfit.policy.auto_switch`).
     """
     trainable = [d.task_s for d in devices if math.isfinite(d.task_s)]
     skews = [d.label_skew for d in devices if math.isfinite(d.task_s)]
     buffer = max(1, min(max(2, clients_per_round // 2), len(trainable) // 2))
     deadline = choose_deadline(devices)
     over = choose_over_selection(devices, deadline)
-    mode = choose_mode(trainable, clients_per_round, over, deadline, buffer, async_advantage, discount, skews)
+    mode = mode or choose_mode(trainable, clients_per_round, over, deadline, buffer, async_advantage, discount, skews)
     needs_memory = any(not d.fits_one for d in devices)
     budget = None
     if trainable:
