@@ -74,10 +74,13 @@ def trend(losses: Sequence[float]) -> tuple[float, float]:
 
 def stalled(losses: Sequence[float | None], w: int) -> bool:
     """Whether the last ``w`` evaluated losses (``None``: a version not evaluated) show no
-    significant fall (module docstring); ``False`` while fewer than ``w`` are known."""
-    known = [x for x in losses if x is not None and math.isfinite(x)]
+    significant fall (module docstring); ``False`` while fewer than ``w`` are known. A loss that
+    is not finite (the model diverged) is no fall."""
+    known = [x for x in losses if x is not None]
     if w < 3 or len(known) < w:
         return False
+    if not all(math.isfinite(x) for x in known[-w:]):
+        return True
     slope, se = trend(known[-w:])
     return slope + t_quantile_95(w - 2) * se >= 0
 
