@@ -121,6 +121,7 @@ def _record(result: RunResult) -> dict[str, Any]:
             "best": s["best_accuracy"] or 0.0, "final": s["final_accuracy"] or 0.0, "virtual_s": s["virtual_time_s"],
             "oom": s["failures_by_cause"].get("out_of_memory", 0), "invited": s["invited_by_tier"],
             "participation": s["participation_by_tier"], "gap": s["worst_tier_gap"], "auto": s.get("auto"),
+            "switch": s.get("auto_switch"), "reports": len(result.reports),
             "never_online": s["never_online"]}
 
 
@@ -312,7 +313,9 @@ def _print_summary(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) ->
     print(f"tiers never invited by auto: {never or 'none'}; of which offline at every round start: "
           f"{offline or 'none'}; skipped while online: {[n for n in never if n not in offline] or 'none'}")
     modes = [r["auto"].get("auto", [""])[6].split(" ")[1] for r in table if r["auto"].get("auto")]
-    print(f"auto's mode: sync {modes.count('sync')}, async {modes.count('async')}")
+    switched = [(r["fleet"], r["seed"], r["auto"]["switch"][0].split(":")[0]) for r in table if r["auto"].get("switch")]
+    print(f"auto's mode: sync {modes.count('sync')}, async {modes.count('async')}; async runs switched to sync "
+          f"when the loss stalled: {len(switched)} {switched}")
 
 
 def _honest_ratios(table: list[dict[str, Any]]) -> tuple[list[float], int]:

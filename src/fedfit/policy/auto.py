@@ -34,7 +34,10 @@ and with what run-wide parameters (see the README section "auto"):
    (measured: 2.1 s per version at b = k = 6 against 0.1 s at b = 3). **Budget**: a run of R
    rounds of k updates asks for R·k updates; FedBuff folds b per version, so an async run applies
    ``⌈R·k / b⌉`` versions (``rounds_scale`` = k / b), the same number of updates, not R versions
-   of b (which stopped async runs at a fraction of sync's training, still climbing).
+   of b (which stopped async runs at a fraction of sync's training, still climbing). **Switch**:
+   label counts cannot show concept shift, so an async run whose evaluated global loss stops
+   falling significantly goes on in synchronous rounds with this module's sync decision, for
+   the updates left in its budget (:mod:`fedfit.policy.auto_switch`, ``auto.switch_on_stall``).
 6. **Local work**: a round lasts until its deadline anyway, so a device may spend half of it
    computing: local epochs from a compute budget of 0.5 × the deadline (async: 0.5 × the median
    predicted task time), between 1 and 3 epochs (the cap bounds client drift on skewed data).
