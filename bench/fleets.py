@@ -232,9 +232,10 @@ def main() -> None:
                    help="re-run only these (needs --reuse for the rest)")
     p.add_argument("--reuse", nargs="+", metavar="JSON", help="earlier --json files the other figures come from")
     p.add_argument("--merge", nargs="+", metavar="JSON", help="print the summary of earlier --json files and exit")
+    p.add_argument("--markdown", action="store_true", help="with --merge: also print a Markdown row per fleet and seed")
     args = p.parse_args()
     if args.merge:
-        _merge(args.merge)
+        _merge(args.merge, args.markdown)
         return
     if bool(args.strategies) != bool(args.reuse):
         p.error("--strategies and --reuse go together")
@@ -274,11 +275,34 @@ def main() -> None:
     _print_summary(table, fleets)
 
 
-def _merge(paths: list[str]) -> None:
+def _merge(paths: list[str], markdown: bool = False) -> None:
     """The summary over several ``--json`` files of the same generator (fleets split across runs)."""
     parts = [json.load(open(path)) for path in paths]
-    table = [row for part in parts for row in part["table"]]
+    table = sorted((row for part in parts for row in part["table"]), key=lambda r: (r["fleet"], r["seed"]))
+    if markdown:
+        _print_markdown(table, parts[0]["fleets"])
     _print_summary(table, parts[0]["fleets"])
+
+
+def _print_markdown(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) -> None:
+    """One Markdown row per fleet and seed (times in virtual seconds, — not reached)."""
+    names = ("auto", "fedavg-tuned", *SINGLES)
+    print("| fleet/seed | target | auto mode | auto reports | " + " | ".join(names) +
+          " | tuned / auto | auto / best single | auto OOM | tiers not invited (of which online) | worst-tier gap |")
+    print("|" + " --- |" * (11 + len(SINGLES)))
+    for r in table:
+        sc, a = r["score"], r["auto"]
+        mode = (a.get("auto") or [""] * 7)[6].split(" ")[1:2] or ["?"]
+        switch = a.get("switch")
+        mode_s = mode[0] + (f" → sync at {switch[0].split(':')[0]}" if switch else "")
+        times = " | ".join("—" if sc["times"][n] is None else f"{sc['times'][n]:.1f}" for n in names)
+        vs = "—" if sc["vs_tuned"] is None else f"{'≥' if sc['vs_tuned_bound'] else ''}{sc['vs_tuned']:.2f}×"
+        vb = "—" if sc["vs_best_single"] is None else f"{sc['vs_best_single']:.2f}"
+        tiers = [t for t, n in fleets[r["fleet"]]["fleet"]["tiers"].items() if n > 0 and not a.get("invited", {}).get(t)]
+        online = [t for t in tiers if t not in a.get("never_online", [])]
+        gap = "-" if a.get("gap") is None else f"{a['gap'] * 100:.0f}"
+        print(f"| {r['fleet']}/s{r['seed']} | {sc['target']:.3f} | {mode_s} | {a.get('reports', '?')} | {times} | {vs} | "
+              f"{vb} | {a.get('oom', '-')} | {len(tiers)} ({len(online)}) | {gap} |")
 
 
 def _median_or_none(values: list[float]) -> float | None:
