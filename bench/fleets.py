@@ -10,9 +10,11 @@ skew); none is an example and nothing is tuned to one. Every fleet runs once per
 - each single technique over plain FedAvg: ``dynamic`` batching, ``width-capability``,
   ``memory-auto`` (a memory technique where needed) and ``fedbuff`` (async, buffer = half a cohort).
 
-The target accuracy of a fleet and seed is ``--target-share`` × the best accuracy that ``auto`` or
-a single technique reached (each runs all its rounds first), so it is reachable and the same for
-every strategy; time to target is read off each run's per-round accuracy on the virtual clock.
+The target accuracy of a fleet and seed is ``--target-share`` × the best accuracy that a single
+technique reached (each runs all its rounds first; ``--target-from all``: auto's too, the rule
+before), so it is reachable and the same for every strategy, and the strategy under test does not
+set the bar it is measured against (nor does re-running auto alone move it); time to target is
+read off each run's per-round accuracy on the virtual clock.
 Grid points stop once they reach the target (what follows cannot change their time to it); one
 that never does runs all its rounds and is ranked by its final accuracy. When the chosen grid
 point never reaches the target, the ratio is a lower bound: its whole run over auto's time
@@ -20,6 +22,8 @@ point never reaches the target, the ratio is a lower bound: its whole run over a
 
     PYTHONPATH=src .venv/bin/python bench/fleets.py                      # 8 fleets x 3 seeds
 
+``--no-auto`` runs everything but auto (its rows hold a placeholder for auto) and
+``--strategies auto --reuse THAT.json`` adds auto afterwards; ``--no-switch`` runs auto without its mid-run switch to sync rounds.
 ``--strategies auto --reuse OLD.json ...`` re-runs only the named strategies (``auto`` and/or single
 techniques) and takes everything else — the target, the other strategies' times, the chosen grid
 point — from earlier ``--json`` files of the same generator, fleets and seeds: the strategies not
@@ -135,13 +139,18 @@ def _ttt(rec: dict[str, Any], target: float) -> float | None:
 NOT_RUN: dict[str, Any] = {"hang": False, "curve": [], "best": 0.0, "final": 0.0, "virtual_s": 0.0, "not_run": True}
 
 
+def _auto(config: ExperimentConfig, switch: bool = True) -> ExperimentConfig:
+    """``auto`` on ``config``; ``switch=False``: without its mid-run switch to sync rounds."""
+    return with_overrides(apply_strategy(config, "auto"), {"auto.switch_on_stall": switch})
+
+
 def run_fleet(config: ExperimentConfig, hang_s: int, share: float, with_auto: bool = True,
-              target_from: str = "singles") -> dict[str, Any]:
+              target_from: str = "singles", switch: bool = True) -> dict[str, Any]:
     """Every strategy and grid point on one fleet and seed (auto left out with ``with_auto=False``).
 
     The target is ``share`` × the best accuracy of the single techniques (``target_from="singles"``)
     or of auto and the single techniques (``"all"``, the rule before)."""
-    runs = {"auto": _run(apply_strategy(config, "auto"), hang_s) if with_auto else NOT_RUN}
+    runs = {"auto": _run(_auto(config, switch), hang_s) if with_auto else NOT_RUN}
     for name in SINGLES:
         runs[name] = _run(_single(config, name), hang_s)
     setters = SINGLES if target_from == "singles" else ("auto", *SINGLES)
@@ -175,9 +184,9 @@ def _ratios(times: dict[str, float | None], tuned_whole_s: float | None) -> dict
 
 
 def rerun(config: ExperimentConfig, hang_s: int, names: list[str],
-          old: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+          old: dict[str, Any], switch: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """Re-run only ``names`` on one fleet and seed against an earlier row's target and times."""
-    runs = {n: _run(_single(config, n) if n in SINGLES else apply_strategy(config, n), hang_s) for n in names}
+    runs = {n: _run(_single(config, n) if n in SINGLES else _auto(config, switch), hang_s) for n in names}
     sc = old["score"]
     times = dict(sc["times"]) | {n: _ttt(r, sc["target"]) for n, r in runs.items()}
     whole = sc.get("tuned_whole_s")
@@ -231,6 +240,8 @@ def main() -> None:
     p.add_argument("--strategies", nargs="+", choices=["auto", *SINGLES],
                    help="re-run only these (needs --reuse for the rest)")
     p.add_argument("--reuse", nargs="+", metavar="JSON", help="earlier --json files the other figures come from")
+    p.add_argument("--no-switch", action="store_true",
+                   help="auto without its switch to sync rounds on a stalled loss (auto.switch_on_stall: false)")
     p.add_argument("--merge", nargs="+", metavar="JSON", help="print the summary of earlier --json files and exit")
     p.add_argument("--markdown", action="store_true", help="with --merge: also print a Markdown row per fleet and seed")
     args = p.parse_args()
@@ -257,9 +268,10 @@ def main() -> None:
             t0 = time.perf_counter()
             config = parse_config(raw_cfg | {"seed": seed})
             if args.strategies:
-                raw, sc = rerun(config, args.hang_s, args.strategies, old[(i, seed)])
+                raw, sc = rerun(config, args.hang_s, args.strategies, old[(i, seed)], not args.no_switch)
             else:
-                raw = run_fleet(config, args.hang_s, args.target_share, not args.no_auto, args.target_from)
+                raw = run_fleet(config, args.hang_s, args.target_share, not args.no_auto, args.target_from,
+                                not args.no_switch)
                 sc = score(raw)
             _print_row(f"fleet{i}/s{seed} ({time.perf_counter() - t0:.0f}s)", sc, raw)
             kept = old.get((i, seed), {})
