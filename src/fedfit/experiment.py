@@ -303,8 +303,7 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
         assert isinstance(sync, SyncOrchestrator) and sync_auto is not None
         reviser = sync.reviser = auto_reviser(sync_config, sync_auto)
         trainable = sum(1 for t in auto.task_times if math.isfinite(t))
-        driver = ModeSwitch(orchestrator, sync, stall_window(trainable, auto.buffer_size),
-                                  config.orchestration.rounds)
+        driver = ModeSwitch(orchestrator, sync, stall_window(trainable, auto.buffer_size), config.orchestration.rounds)
     if len(profiles) > LAZY_TRACES_ABOVE:
         # The fleet's millions of long-lived objects (profiles, registry entries) leave the
         # cyclic collector's scans, which would otherwise make every round's full collections
@@ -346,7 +345,8 @@ def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, s
                 costs: Callable[[float], ModelCost], memory: MemoryModel, num_examples: list[int],
                 profiles: list[DeviceProfile], initial: Params, dynamic: DynamicBatchPlanner | None,
                 submodels: SubModelExchange, sizes: Callable[[float], list[int]] | None = None,
-                registry: Registry | None = None) -> tuple[SyncOrchestrator | AsyncOrchestrator, WidthPlanner, Registry]:
+                registry: Registry | None = None,
+                ) -> tuple[SyncOrchestrator | AsyncOrchestrator, WidthPlanner, Registry]:
     """The registry, planner stack and orchestrator of ``config`` over ``fleet``, simulated or over
     the network (:mod:`fedfit.transport.assemble`): one wiring for both.
 

@@ -277,7 +277,8 @@ def _restore(exp: Experiment, saved: Checkpoint) -> SyncState | AsyncState:
     if isinstance(exp.orchestrator, ModeSwitch):  # async until the loss stalls, sync after
         expected = (AsyncState, SyncState)
     if not isinstance(saved.server, expected):
-        raise CheckpointError(f"checkpoint holds a {type(saved.server).__name__}, the config runs {expected[0].__name__}")
+        raise CheckpointError(f"checkpoint holds a {type(saved.server).__name__}, "
+                              f"the config runs {expected[0].__name__}")
     _check_model(exp.initial_params, saved.server.params)
     try:
         exp.fleet.restore(saved.fleet)
