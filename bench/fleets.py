@@ -10,9 +10,11 @@ skew); none is an example and nothing is tuned to one. Every fleet runs once per
 - each single technique over plain FedAvg: ``dynamic`` batching, ``width-capability``,
   ``memory-auto`` (a memory technique where needed) and ``fedbuff`` (async, buffer = half a cohort).
 
-The target accuracy of a fleet and seed is ``--target-share`` × the best accuracy that ``auto`` or
-a single technique reached (each runs all its rounds first), so it is reachable and the same for
-every strategy; time to target is read off each run's per-round accuracy on the virtual clock.
+The target accuracy of a fleet and seed is ``--target-share`` × the best accuracy that a single
+technique reached (each runs all its rounds first; ``--target-from all``: auto's too, the rule
+before), so it is reachable and the same for every strategy, and the strategy under test does not
+set the bar it is measured against (nor does re-running auto alone move it); time to target is
+read off each run's per-round accuracy on the virtual clock.
 Grid points stop once they reach the target (what follows cannot change their time to it); one
 that never does runs all its rounds and is ranked by its final accuracy. When the chosen grid
 point never reaches the target, the ratio is a lower bound: its whole run over auto's time
@@ -20,6 +22,8 @@ point never reaches the target, the ratio is a lower bound: its whole run over a
 
     PYTHONPATH=src .venv/bin/python bench/fleets.py                      # 8 fleets x 3 seeds
 
+``--no-auto`` runs everything but auto (its rows hold a placeholder for auto) and
+``--strategies auto --reuse THAT.json`` adds auto afterwards; ``--no-switch`` runs auto without its mid-run switch to sync rounds.
 ``--strategies auto --reuse OLD.json ...`` re-runs only the named strategies (``auto`` and/or single
 techniques) and takes everything else — the target, the other strategies' times, the chosen grid
 point — from earlier ``--json`` files of the same generator, fleets and seeds: the strategies not
@@ -121,6 +125,7 @@ def _record(result: RunResult) -> dict[str, Any]:
             "best": s["best_accuracy"] or 0.0, "final": s["final_accuracy"] or 0.0, "virtual_s": s["virtual_time_s"],
             "oom": s["failures_by_cause"].get("out_of_memory", 0), "invited": s["invited_by_tier"],
             "participation": s["participation_by_tier"], "gap": s["worst_tier_gap"], "auto": s.get("auto"),
+            "switch": s.get("auto_switch"), "reports": len(result.reports),
             "never_online": s["never_online"]}
 
 
@@ -130,12 +135,26 @@ def _ttt(rec: dict[str, Any], target: float) -> float | None:
     return next((t for t, a in rec["curve"] if a >= target), None)
 
 
-def run_fleet(config: ExperimentConfig, hang_s: int, share: float) -> dict[str, Any]:
-    """Every strategy and grid point on one fleet and seed."""
-    runs = {"auto": _run(apply_strategy(config, "auto"), hang_s)}
+#: Stands for auto in a row of a run made with ``--no-auto`` (auto added later with ``--reuse``).
+NOT_RUN: dict[str, Any] = {"hang": False, "curve": [], "best": 0.0, "final": 0.0, "virtual_s": 0.0, "not_run": True}
+
+
+def _auto(config: ExperimentConfig, switch: bool = True) -> ExperimentConfig:
+    """``auto`` on ``config``; ``switch=False``: without its mid-run switch to sync rounds."""
+    return with_overrides(apply_strategy(config, "auto"), {"auto.switch_on_stall": switch})
+
+
+def run_fleet(config: ExperimentConfig, hang_s: int, share: float, with_auto: bool = True,
+              target_from: str = "singles", switch: bool = True) -> dict[str, Any]:
+    """Every strategy and grid point on one fleet and seed (auto left out with ``with_auto=False``).
+
+    The target is ``share`` × the best accuracy of the single techniques (``target_from="singles"``)
+    or of auto and the single techniques (``"all"``, the rule before)."""
+    runs = {"auto": _run(_auto(config, switch), hang_s) if with_auto else NOT_RUN}
     for name in SINGLES:
         runs[name] = _run(_single(config, name), hang_s)
-    target = share * max(r.get("best", 0.0) for r in runs.values())
+    setters = SINGLES if target_from == "singles" else ("auto", *SINGLES)
+    target = share * max(runs[n].get("best", 0.0) for n in setters)
     points = grid(predicted_times(config))
     grid_runs = [_run(with_overrides(config, p.overrides()), hang_s, target) for p in points]
     return {"runs": runs, "points": points, "grid": grid_runs, "target": target}
@@ -165,9 +184,9 @@ def _ratios(times: dict[str, float | None], tuned_whole_s: float | None) -> dict
 
 
 def rerun(config: ExperimentConfig, hang_s: int, names: list[str],
-          old: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+          old: dict[str, Any], switch: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """Re-run only ``names`` on one fleet and seed against an earlier row's target and times."""
-    runs = {n: _run(_single(config, n) if n in SINGLES else apply_strategy(config, n), hang_s) for n in names}
+    runs = {n: _run(_single(config, n) if n in SINGLES else _auto(config, switch), hang_s) for n in names}
     sc = old["score"]
     times = dict(sc["times"]) | {n: _ttt(r, sc["target"]) for n, r in runs.items()}
     whole = sc.get("tuned_whole_s")
@@ -209,6 +228,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--train-samples", type=int, default=800)
     p.add_argument("--target-share", type=float, default=0.8)
+    p.add_argument("--target-from", choices=["singles", "all"], default="singles",
+                   help="whose best accuracy sets the target: the single techniques (default) or auto too")
+    p.add_argument("--no-auto", action="store_true",
+                   help="run every strategy but auto (add it later: --strategies auto --reuse THIS.json)")
     p.add_argument("--hang-s", type=int, default=120, help="CPU seconds after which a run counts as a hang")
     p.add_argument("--datasets", nargs="+", default=["digits", "synthetic"],
                    help="data sets to draw from (fashion_mnist needs its IDX files at data.path)")
@@ -217,17 +240,23 @@ def main() -> None:
     p.add_argument("--strategies", nargs="+", choices=["auto", *SINGLES],
                    help="re-run only these (needs --reuse for the rest)")
     p.add_argument("--reuse", nargs="+", metavar="JSON", help="earlier --json files the other figures come from")
+    p.add_argument("--no-switch", action="store_true",
+                   help="auto without its switch to sync rounds on a stalled loss (auto.switch_on_stall: false)")
     p.add_argument("--merge", nargs="+", metavar="JSON", help="print the summary of earlier --json files and exit")
+    p.add_argument("--markdown", action="store_true", help="with --merge: also print a Markdown row per fleet and seed")
     args = p.parse_args()
     if args.merge:
-        _merge(args.merge)
+        _merge(args.merge, args.markdown)
         return
     if bool(args.strategies) != bool(args.reuse):
         p.error("--strategies and --reuse go together")
+    if args.no_auto and args.target_from != "singles":
+        p.error("--no-auto needs --target-from singles (the target cannot wait for auto)")
     old = {(r["fleet"], r["seed"]): r for path in args.reuse or [] for r in json.load(open(path))["table"]}
     fleets = random_fleets(args.generator_seed, args.fleets, list(TIERS), footprint, args.rounds, args.train_samples,
                            args.datasets)
-    print(f"times to target in virtual seconds; target = {args.target_share} × best accuracy of auto or a single technique")
+    setters = "a single technique" if args.target_from == "singles" else "auto or a single technique"
+    print(f"times to target in virtual seconds; target = {args.target_share} × best accuracy of {setters}")
     print(f"{'fleet/seed':22} {'target':5} {'auto':>7} {'tuned':>7} {'dynamic':>7} {'width':>7} {'memory':>7} "
           f"{'fedbuff':>7} {'tuned/auto':>7} {'auto/best1':>6}  chosen grid point")
     table: list[dict[str, Any]] = []
@@ -239,9 +268,10 @@ def main() -> None:
             t0 = time.perf_counter()
             config = parse_config(raw_cfg | {"seed": seed})
             if args.strategies:
-                raw, sc = rerun(config, args.hang_s, args.strategies, old[(i, seed)])
+                raw, sc = rerun(config, args.hang_s, args.strategies, old[(i, seed)], not args.no_switch)
             else:
-                raw = run_fleet(config, args.hang_s, args.target_share)
+                raw = run_fleet(config, args.hang_s, args.target_share, not args.no_auto, args.target_from,
+                                not args.no_switch)
                 sc = score(raw)
             _print_row(f"fleet{i}/s{seed} ({time.perf_counter() - t0:.0f}s)", sc, raw)
             kept = old.get((i, seed), {})
@@ -257,11 +287,34 @@ def main() -> None:
     _print_summary(table, fleets)
 
 
-def _merge(paths: list[str]) -> None:
+def _merge(paths: list[str], markdown: bool = False) -> None:
     """The summary over several ``--json`` files of the same generator (fleets split across runs)."""
     parts = [json.load(open(path)) for path in paths]
-    table = [row for part in parts for row in part["table"]]
+    table = sorted((row for part in parts for row in part["table"]), key=lambda r: (r["fleet"], r["seed"]))
+    if markdown:
+        _print_markdown(table, parts[0]["fleets"])
     _print_summary(table, parts[0]["fleets"])
+
+
+def _print_markdown(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) -> None:
+    """One Markdown row per fleet and seed (times in virtual seconds, — not reached)."""
+    names = ("auto", "fedavg-tuned", *SINGLES)
+    print("| fleet/seed | target | auto mode | auto reports | " + " | ".join(names) +
+          " | tuned / auto | auto / best single | auto OOM | tiers not invited (of which online) | worst-tier gap |")
+    print("|" + " --- |" * (11 + len(SINGLES)))
+    for r in table:
+        sc, a = r["score"], r["auto"]
+        mode = (a.get("auto") or [""] * 7)[6].split(" ")[1:2] or ["?"]
+        switch = a.get("switch")
+        mode_s = mode[0] + (f" → sync at {switch[0].split(':')[0]}" if switch else "")
+        times = " | ".join("—" if sc["times"][n] is None else f"{sc['times'][n]:.1f}" for n in names)
+        vs = "—" if sc["vs_tuned"] is None else f"{'≥' if sc['vs_tuned_bound'] else ''}{sc['vs_tuned']:.2f}×"
+        vb = "—" if sc["vs_best_single"] is None else f"{sc['vs_best_single']:.2f}"
+        tiers = [t for t, n in fleets[r["fleet"]]["fleet"]["tiers"].items() if n > 0 and not a.get("invited", {}).get(t)]
+        online = [t for t in tiers if t not in a.get("never_online", [])]
+        gap = "-" if a.get("gap") is None else f"{a['gap'] * 100:.0f}"
+        print(f"| {r['fleet']}/s{r['seed']} | {sc['target']:.3f} | {mode_s} | {a.get('reports', '?')} | {times} | {vs} | "
+              f"{vb} | {a.get('oom', '-')} | {len(tiers)} ({len(online)}) | {gap} |")
 
 
 def _median_or_none(values: list[float]) -> float | None:
@@ -296,7 +349,9 @@ def _print_summary(table: list[dict[str, Any]], fleets: list[dict[str, Any]]) ->
     print(f"tiers never invited by auto: {never or 'none'}; of which offline at every round start: "
           f"{offline or 'none'}; skipped while online: {[n for n in never if n not in offline] or 'none'}")
     modes = [r["auto"].get("auto", [""])[6].split(" ")[1] for r in table if r["auto"].get("auto")]
-    print(f"auto's mode: sync {modes.count('sync')}, async {modes.count('async')}")
+    switched = [(r["fleet"], r["seed"], r["auto"]["switch"][0].split(":")[0]) for r in table if r["auto"].get("switch")]
+    print(f"auto's mode: sync {modes.count('sync')}, async {modes.count('async')}; async runs switched to sync "
+          f"when the loss stalled: {len(switched)} {switched}")
 
 
 def _honest_ratios(table: list[dict[str, Any]]) -> tuple[list[float], int]:

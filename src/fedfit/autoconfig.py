@@ -125,9 +125,12 @@ def has_width(costs: Callable[[float], ModelCost]) -> bool:
 
 def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states: Sequence[DeviceState],
             num_examples: Sequence[int], costs: Callable[[float], ModelCost], memory: MemoryModel,
-            label_counts: Sequence[Sequence[int]] | None = None) -> tuple[ExperimentConfig, AutoDecision | None]:
+            label_counts: Sequence[Sequence[int]] | None = None,
+            mode: str | None = None) -> tuple[ExperimentConfig, AutoDecision | None]:
     """``config`` with ``auto``'s decision applied (unchanged, ``None``, when auto is off);
-    ``label_counts``: each device's reported count per class (``None``: no label skew known)."""
+    ``label_counts``: each device's reported count per class (``None``: no label skew known);
+    ``mode``: ``sync`` or ``async`` imposed instead of rule 5's choice (the stall switch's sync
+    decision)."""
     if not config.auto.enabled:
         return config, None
     predictor = TaskPredictor(costs, memory, num_examples)
@@ -136,6 +139,7 @@ def resolve(config: ExperimentConfig, profiles: Sequence[DeviceProfile], states:
     scalable = has_width(costs)
     st = config.aggregation.staleness
     discount = StalenessDiscount(st.kind, st.exponent, st.hinge_a, st.hinge_b)
-    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_advantage, scalable, discount)
+    decision = decide(devices, config.orchestration.clients_per_round, config.auto.async_advantage, scalable, discount,
+                      mode)
     return with_overrides(config, overrides(decision, config.orchestration.rounds)), decision
 

@@ -29,6 +29,7 @@ from fedfit.aggregation import (
 )
 from fedfit.autoconfig import label_counts
 from fedfit.autoconfig import resolve as resolve_auto
+from fedfit.automode import ModeSwitch
 from fedfit.autorevise import AutoReviser, auto_reviser
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
@@ -60,6 +61,7 @@ from fedfit.policy.batch_feedback import HistoryPlanner
 from fedfit.policy.batch_planner import DynamicBatchPlanner
 from fedfit.policy.stratified import TierFloorSelector
 from fedfit.policy.auto import AutoDecision
+from fedfit.policy.auto_switch import window as stall_window
 from fedfit.policy.batching import BatchingRules, initial_batch
 from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal_state
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
@@ -168,7 +170,7 @@ class Experiment:
     config: ExperimentConfig
     workload: Workload
     fleet: SimulatedFleet
-    orchestrator: SyncOrchestrator | AsyncOrchestrator
+    orchestrator: SyncOrchestrator | AsyncOrchestrator | ModeSwitch
     executor: Executor
     initial_params: Params
     spec: ModelSpec | None = None
@@ -277,8 +279,9 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
     num_examples = [len(d) for d in data.train]
     traces = fleet_traces(config, profiles)
     states = [tr.state_at(0.0) for tr in traces] if config.auto.enabled else []
-    config, auto = resolve_auto(config, profiles, states, num_examples, costs, memory,
+    chosen, auto = resolve_auto(config, profiles, states, num_examples, costs, memory,
                                 label_counts(data) if config.auto.enabled else None)
+    config, asked = chosen, config
     dynamic = _dynamic_planner(config, costs, memory, num_examples)
     stream = workload.stream
     fleet = SimulatedFleet(profiles=profiles, traces=traces,
@@ -291,14 +294,26 @@ def build(config: ExperimentConfig, sources: UserSources | None = None) -> Exper
         config, fleet, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
         profiles=profiles, initial=initial, dynamic=dynamic, submodels=submodels, sizes=sizes)
     reviser = auto_reviser(config, auto)
+    driver: SyncOrchestrator | AsyncOrchestrator | ModeSwitch = orchestrator
     if isinstance(orchestrator, SyncOrchestrator):
         orchestrator.reviser = reviser
+    elif auto is not None and config.auto.switch_on_stall:
+        sync_config, sync_auto = resolve_auto(asked, profiles, states, num_examples, costs, memory,
+                                              label_counts(data), mode="sync")
+        sync, _, _ = orchestrate(
+            sync_config, fleet, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
+            profiles=profiles, initial=initial, dynamic=_dynamic_planner(sync_config, costs, memory, num_examples),
+            submodels=submodels, sizes=sizes, registry=registry)
+        assert isinstance(sync, SyncOrchestrator) and sync_auto is not None
+        reviser = sync.reviser = auto_reviser(sync_config, sync_auto)
+        trainable = sum(1 for t in auto.task_times if math.isfinite(t))
+        driver = ModeSwitch(orchestrator, sync, stall_window(trainable, auto.buffer_size), config.orchestration.rounds)
     if len(profiles) > LAZY_TRACES_ABOVE:
         # The fleet's millions of long-lived objects (profiles, registry entries) leave the
         # cyclic collector's scans, which would otherwise make every round's full collections
         # cost O(fleet).
         gc.freeze()
-    return Experiment(config, workload, fleet, orchestrator, executor, initial, spec, submodels, planner, registry,
+    return Experiment(config, workload, fleet, driver, executor, initial, spec, submodels, planner, registry,
                       auto=auto, stream=stream, reviser=reviser)
 
 
@@ -334,19 +349,22 @@ def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, s
                 costs: Callable[[float], ModelCost], memory: MemoryModel, num_examples: list[int],
                 profiles: list[DeviceProfile], initial: Params, dynamic: DynamicBatchPlanner | None,
                 submodels: SubModelExchange, sizes: Callable[[float], list[int]] | None = None,
+                registry: Registry | None = None,
                 ) -> tuple[SyncOrchestrator | AsyncOrchestrator, WidthPlanner, Registry]:
     """The registry, planner stack and orchestrator of ``config`` over ``fleet``, simulated or over
     the network (:mod:`fedfit.transport.assemble`): one wiring for both.
 
     Args:
         sizes: each device's data size at a time (streaming data); ``None``: ``num_examples``.
+        registry: the registry to share (``auto``'s second, sync orchestrator); ``None``: a new one.
 
     Returns:
         The orchestrator (its rule's ``combine`` set by the config's security section), the
         planner stack (width outermost) and the registry enrolled from ``fleet``.
     """
     predictor = TaskPredictor(costs, memory, num_examples)
-    registry = enrol(fleet)  # first plans from each profile's suggestion, later ones from its reports
+    # first plans from each profile's suggestion, later ones from its reports
+    registry = registry if registry is not None else enrol(fleet)
     dynamite = dynamite_planner(config, dynamic, registry, costs, memory,
                                 sizes or (lambda now_s: num_examples), initial)
     batch = dynamite or _with_history(dynamic, registry)

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from fedfit.automode import ModeSwitch
 from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError, RunStopped
@@ -182,6 +183,8 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
             on_start(exp.config)
         _check_cohort(exp)
         state = _restore(exp, saved) if saved else _initial_state(exp)
+        if isinstance(exp.orchestrator, ModeSwitch):
+            exp.orchestrator.resume_from(list(saved.reports) if saved else [])
         if saved and run_dir:
             planner_state.load(run_dir, exp.orchestrator.observer, saved.rounds_done, saved.config_digest)
         reports = list(saved.reports) if saved else []
@@ -198,7 +201,7 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
                 if out:
                     out.log_round(outcome.report, outcome.results)
                     phase("round")
-                    if every and (len(reports) % every == 0 or len(reports) == total):
+                    if every and (len(reports) % every == 0 or len(reports) == _last(exp, total)):
                         planner_state.save(out.path, exp.orchestrator.observer, len(reports), digest)
                         checkpoint.save(out.path, _checkpoint(exp, digest, state, reports, out.log_bytes()))
                         planner_state.prune(out.path, len(reports))
@@ -232,9 +235,12 @@ def _write_results(exp: Experiment, out: RunDirectory, params: Params, reports: 
 
 def _rounds(exp: Experiment, state: SyncState | AsyncState,
             count: int) -> Iterator[tuple[RoundOutcome, SyncState | AsyncState]]:
-    if isinstance(exp.orchestrator, AsyncOrchestrator):
+    rounds: Iterator[tuple[RoundOutcome, SyncState | AsyncState]]
+    if isinstance(exp.orchestrator, ModeSwitch):
+        rounds = exp.orchestrator.run(state, count)
+    elif isinstance(exp.orchestrator, AsyncOrchestrator):
         assert isinstance(state, AsyncState)
-        rounds: Iterator[tuple[RoundOutcome, SyncState | AsyncState]] = exp.orchestrator.run(state, count)
+        rounds = exp.orchestrator.run(state, count)
     else:
         assert isinstance(state, SyncState)
         rounds = exp.orchestrator.run(state, count)
@@ -245,8 +251,13 @@ def _rounds(exp: Experiment, state: SyncState | AsyncState,
         yield outcome, after
 
 
+def _last(exp: Experiment, total: int) -> int:
+    """The run's last round: ``total``, or fewer when ``auto`` switched to sync rounds midway."""
+    return exp.orchestrator.total() if isinstance(exp.orchestrator, ModeSwitch) else total
+
+
 def _initial_state(exp: Experiment) -> SyncState | AsyncState:
-    if isinstance(exp.orchestrator, AsyncOrchestrator):
+    if isinstance(exp.orchestrator, (AsyncOrchestrator, ModeSwitch)):
         return AsyncState(exp.initial_params)
     return SyncState(exp.initial_params)
 
@@ -262,9 +273,12 @@ def _checkpoint(exp: Experiment, digest: str, state: SyncState | AsyncState,
 
 def _restore(exp: Experiment, saved: Checkpoint) -> SyncState | AsyncState:
     """Put the checkpoint's state back into the freshly built experiment; returns the server state."""
-    expected = AsyncState if isinstance(exp.orchestrator, AsyncOrchestrator) else SyncState
+    expected: tuple[type, ...] = (AsyncState,) if isinstance(exp.orchestrator, AsyncOrchestrator) else (SyncState,)
+    if isinstance(exp.orchestrator, ModeSwitch):  # async until the loss stalls, sync after
+        expected = (AsyncState, SyncState)
     if not isinstance(saved.server, expected):
-        raise CheckpointError(f"checkpoint holds a {type(saved.server).__name__}, the config runs {expected.__name__}")
+        raise CheckpointError(f"checkpoint holds a {type(saved.server).__name__}, "
+                              f"the config runs {expected[0].__name__}")
     _check_model(exp.initial_params, saved.server.params)
     try:
         exp.fleet.restore(saved.fleet)
@@ -310,6 +324,8 @@ def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir
     auto = {"auto": list(exp.auto.reasons)} if exp.auto else {}
     if exp.reviser is not None:
         auto["auto_revisions"] = list(exp.reviser.log)
+    if isinstance(exp.orchestrator, ModeSwitch):
+        auto["auto_switch"] = list(exp.orchestrator.log)
     security = security_summary(exp, params, len(reports))
     return summary | {"local_accuracy_by_tier": local, "worst_tier_gap": worst_tier_gap(local), **int8, **auto,
                       **security, "tier_catalogue": config.fleet.catalogue}

@@ -312,3 +312,4 @@ class AutoConfig(Section):
     enabled: bool = False
     async_advantage: Annotated[float, Field(gt=0)] = 1.0
     revise_after: PositiveInt | None = 2
+    switch_on_stall: bool = True

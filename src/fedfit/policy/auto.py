@@ -34,7 +34,10 @@ and with what run-wide parameters (see the README section "auto"):
    (measured: 2.1 s per version at b = k = 6 against 0.1 s at b = 3). **Budget**: a run of R
    rounds of k updates asks for R·k updates; FedBuff folds b per version, so an async run applies
    ``⌈R·k / b⌉`` versions (``rounds_scale`` = k / b), the same number of updates, not R versions
-   of b (which stopped async runs at a fraction of sync's training, still climbing).
+   of b (which stopped async runs at a fraction of sync's training, still climbing). **Switch**:
+   label counts cannot show concept shift, so an async run whose evaluated global loss stops
+   falling significantly goes on in synchronous rounds with this module's sync decision, for
+   the updates left in its budget (:mod:`fedfit.policy.auto_switch`, ``auto.switch_on_stall``).
 6. **Local work**: a round lasts until its deadline anyway, so a device may spend half of it
    computing: local epochs from a compute budget of 0.5 × the deadline (async: 0.5 × the median
    predicted task time), between 1 and 3 epochs (the cap bounds client drift on skewed data).
@@ -216,7 +219,7 @@ def choose_mode(times: Sequence[float], clients_per_round: int, over_selection: 
 
 
 def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advantage: float = 1.0,
-           scalable_width: bool = True, discount: Discount | None = None) -> AutoDecision:
+           scalable_width: bool = True, discount: Discount | None = None, mode: str | None = None) -> AutoDecision:
     """Every run-wide choice of ``auto`` for this fleet (rules 1–8 of the module docstring).
 
     Args:
@@ -225,13 +228,15 @@ def decide(devices: Sequence[DeviceOutlook], clients_per_round: int, async_advan
         async_advantage: factor by which FedBuff's discounted update rate must beat sync's (rule 5).
         scalable_width: whether the model has a width to scale (rule 4).
         discount: the aggregation's staleness discount (default FedBuff's ``(1 + s)^(−½)``).
+        mode: ``sync`` or ``async`` imposed instead of rule 5's choice (``None``: rule 5); an
+            async run that stalls goes on with the ``sync`` decision (:mod:`fedfit.policy.auto_switch`).
     """
     trainable = [d.task_s for d in devices if math.isfinite(d.task_s)]
     skews = [d.label_skew for d in devices if math.isfinite(d.task_s)]
     buffer = max(1, min(max(2, clients_per_round // 2), len(trainable) // 2))
     deadline = choose_deadline(devices)
     over = choose_over_selection(devices, deadline)
-    mode = choose_mode(trainable, clients_per_round, over, deadline, buffer, async_advantage, discount, skews)
+    mode = mode or choose_mode(trainable, clients_per_round, over, deadline, buffer, async_advantage, discount, skews)
     needs_memory = any(not d.fits_one for d in devices)
     budget = None
     if trainable:

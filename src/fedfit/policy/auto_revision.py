@@ -13,8 +13,9 @@ took — with the local epochs, accumulation, throttling and link changes the pr
 2. **Deadline** 1.25 × their 75th percentile, **over-selection** the shortfall of devices within
    it (capped at 1), exactly rules 3 of :mod:`fedfit.policy.auto` on the new times.
 3. **Mode verdict** rule 5 (:mod:`fedfit.policy.auto_rates`) on the new times, with the label
-   skews the first decision read (they do not change while the data do not). A run does not
-   switch between sync and async midway (the orchestrators differ); the verdict is reported.
+   skews the first decision read (they do not change while the data do not). The verdict is
+   reported, not acted on: the only mid-run mode change is an async run's switch to sync rounds
+   when its loss stalls (:mod:`fedfit.policy.auto_switch`).
 """
 
 from __future__ import annotations
