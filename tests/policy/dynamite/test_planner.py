@@ -11,7 +11,7 @@ from fedfit.policy import FixedPlanner
 from fedfit.policy.dynamite import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration
 from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
-from fedfit.policy.dynamite.search import assign_heterogeneous, search_homogeneous
+from fedfit.policy.dynamite.search import search_homogeneous
 from fedfit.types import TaskCost, TaskResult, TrainPlan, Update
 from tests.helpers import profile, state
 
@@ -141,19 +141,3 @@ def test_the_default_optimistic_prior_plans_the_first_round_at_tau_max(solver: s
     assert optimistic.estimates().drift_scale == 0.0 and optimistic.current().tau == 20
     worst_case = planner(solver=solver, calibration=Calibration(prior=1.0))
     assert worst_case.current().tau < 20  # the prior estimates' worst-case drift holds τ down
-
-
-def test_the_bound_is_solved_over_the_devices_expected_to_report() -> None:
-    # device 0 is offline: the aggregate will average device 1 alone (p = 1), and its round alone
-    # sets K; device 0 gets the smallest expected batch within its cap, should it come back
-    p = planner(solver="heterogeneous")
-    p.registry.report_state(0, state(online=False), 0.0)
-    assert p.expected() == [1]
-    alone = p._device(1, SIZES[1])
-    reference = search_homogeneous([alone], [1.0], p.estimates(), LR, p._budget_left(), 20)
-    reference = assign_heterogeneous([alone], [1.0], p.estimates(), LR, p._budget_left(), 20, start=reference)
-    got = p.current()
-    assert (got.tau, got.batches[1], got.bound) == (reference.tau, reference.batches[0], reference.bound)
-    assert got.batches[0] == min(reference.batches[0], p._device(0, SIZES[0]).batch_cap)
-    p.registry.report_state(1, state(online=False), 0.0)
-    assert p.expected() == [0, 1]  # none online: plan for everyone

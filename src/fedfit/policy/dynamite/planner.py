@@ -134,34 +134,10 @@ class DynamitePlanner:
         return self.assignment
 
     def solve(self) -> Assignment:
-        """The assignment minimising the bound over the budget left, with today's estimates.
-
-        The bound is solved over the devices expected to report (:meth:`expected`): the
-        aggregate averages the updates that arrive, so p_i = D_i / Σ D_j over them, and the
-        round ends with the slowest of them. A device outside that set (offline when planned)
-        gets, should it come back before the next re-plan, the smallest batch any expected
-        device got, within its own cap: a short round that does not become the critical path.
-        """
+        """The assignment minimising the bound over the budget left, with today's estimates."""
+        s = self.settings
         held = self.data_sizes(self.spent_s)
         devices = [self._device(d, held[d]) for d in self.registry.ids()]
-        expected = self.expected()
-        found = self._solve([devices[j] for j in expected])
-        fallback = min(found.batches)
-        batches = [min(fallback, d.batch_cap) for d in devices]
-        for j, b in zip(expected, found.batches):
-            batches[j] = b
-        return dataclasses.replace(found, batches=tuple(batches))
-
-    def expected(self) -> list[int]:
-        """Indices of the devices expected to report: those whose last reported state is
-        online (or that never reported); every device when none is."""
-        ids = self.registry.ids()
-        states = [self.registry.last_state(d) for d in ids]
-        online = [j for j, st in enumerate(states) if st is None or st.online]
-        return online or list(range(len(ids)))
-
-    def _solve(self, devices: Sequence[DeviceCost]) -> Assignment:
-        s = self.settings
         sizes = [max(1, d.data_size) for d in devices]
         shares = [n / sum(sizes) for n in sizes]
         est = self.estimates()
