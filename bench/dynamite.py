@@ -12,11 +12,12 @@ task trained on arrived, averaged over the tasks that returned an update), and w
 DYNAMITE's accuracy at the budget is above every fixed setting's.
 
     PYTHONPATH=src python bench/dynamite.py [--seeds 0 1 2] [--datasets digits fashion_mnist] [--stream]
-        [--budget-s 30] [--strategies dynamite-online ...] [--uncalibrated]
+        [--budget-s 30] [--strategies dynamite-online ...] [--uncalibrated] [--set KEY=VALUE ...]
 
 ``--uncalibrated`` runs DYNAMITE with the drift term's factor fixed at 1 (the bound as derived,
 ``dynamite.drift_calibration.enabled: false``); ``--strategies`` runs a subset (the summary
-line needs ``dynamite-online``, ``batch32-epoch1`` and the grid points).
+line needs ``dynamite-online``, ``batch32-epoch1`` and the grid points); ``--set`` overrides config
+keys for every run (YAML values, e.g. ``--set dynamite.drift_calibration.prior=1``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import argparse
 import time
 from dataclasses import dataclass
 from typing import Any
+
+import yaml
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.experiment import built
@@ -92,6 +95,7 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true", help="the streaming variant")
     parser.add_argument("--strategies", nargs="+", default=None)
     parser.add_argument("--uncalibrated", action="store_true", help="DYNAMITE's drift factor fixed at 1")
+    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides (YAML values)")
     args = parser.parse_args()
     path = "examples/dynamite_stream.yaml" if args.stream else "examples/dynamite.yaml"
     base = load_config(path)
@@ -100,9 +104,15 @@ def main() -> None:
         for seed in args.seeds:
             config = with_overrides(base, {**DATASETS[dataset], "seed": seed, "orchestration.rounds": 1000,
                                            "dynamite.budget_time_s": args.budget_s,
-                                           "dynamite.drift_calibration.enabled": not args.uncalibrated})
+                                           "dynamite.drift_calibration.enabled": not args.uncalibrated,
+                                           **_overrides(args.set)})
             rows = {name: run_to_budget(apply_strategy(config, name), args.budget_s) for name in names}
             (report_stream if args.stream else report)(dataset, seed, rows)
+
+
+def _overrides(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as config overrides, each value parsed as YAML."""
+    return {k: yaml.safe_load(v) for k, _, v in (p.partition("=") for p in pairs)}
 
 
 def stream_strategies(base: ExperimentConfig) -> list[str]:

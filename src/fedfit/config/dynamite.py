@@ -22,13 +22,14 @@ class DynamitePriorConfig(Section):
 class DriftCalibrationConfig(Section):
     """The drift term's factor c measured from the global model's loss (:mod:`fedfit.policy.dynamite.calibrate`).
 
-    ``prior`` is c before two consecutive rounds were observed (1: the bound's worst case);
+    ``prior`` is c before two consecutive rounds were observed (0, the default: optimistic, so
+    the first rounds try a large τ where drift is measurable; 1: the bound's worst case);
     the estimate is clamped to [``low``, ``high``]; ``holding`` is the least-squares fit's
     forgetting factor (the loss samples are noisy: it averages over ~1/(1 − holding) rounds);
     ``enabled: false`` keeps c = 1."""
 
     enabled: bool = True
-    prior: Annotated[float, Field(ge=0.0)] = 1.0
+    prior: Annotated[float, Field(ge=0.0)] = 0.0
     low: Annotated[float, Field(ge=0.0)] = 0.0
     high: Annotated[float, Field(gt=0.0)] = 10.0
     holding: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.9
@@ -36,7 +37,8 @@ class DriftCalibrationConfig(Section):
     @model_validator(mode="after")
     def _ordered(self) -> DriftCalibrationConfig:
         if not self.low <= self.prior <= self.high:
-            raise ValueError(f"prior: {self.prior} must lie in [low, high] = [{self.low}, {self.high}]")
+            raise ValueError(f"prior: {self.prior} must lie in [low, high] = [{self.low}, {self.high}]"
+                             " (set it with low)")
         return self
 
 

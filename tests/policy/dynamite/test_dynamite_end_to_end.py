@@ -128,6 +128,7 @@ def test_dynamite_aggregates_by_data_share_not_by_samples_processed() -> None:
     ({"prior": 2.0, "high": 1.0}, "dynamite.drift_calibration.*prior"),
     ({"holding": 1.0}, "dynamite.drift_calibration.holding"),
     ({"low": -0.1}, "dynamite.drift_calibration.low"),
+    ({"low": 0.1}, "dynamite.drift_calibration.*prior: 0.0 must lie in"),  # the default prior is 0
 ])
 def test_bad_drift_calibration_is_a_one_line_config_error(calibration: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:
@@ -145,3 +146,10 @@ def test_the_drift_calibration_section_reaches_the_planner() -> None:
     assert p.calibration is not None and (p.calibration.prior, p.calibration.low, p.calibration.high,
                                           p.calibration.holding) == (0.5, 0.1, 2.0, 0.7)
     assert p.estimates().drift_scale == 0.5 and q.calibration is None and q.estimates().drift_scale == 1.0
+
+
+def test_the_drift_factor_starts_optimistic_by_default() -> None:
+    with built(small(dynamite={"mode": "heterogeneous", "budget_time_s": 60})) as exp:
+        p = exp.orchestrator.observer
+    assert isinstance(p, DynamitePlanner) and p.calibration is not None
+    assert p.calibration.prior == 0.0 and p.estimates().drift_scale == 0.0

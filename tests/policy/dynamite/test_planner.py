@@ -130,3 +130,14 @@ def test_uncalibrated_planner_keeps_the_worst_case() -> None:
     w = local_gd_round(p, 0, torch.tensor([4.0, 4.0, 4.0]), steps=4)
     local_gd_round(p, 1, w, steps=4, start_losses=[0.0, 0.0])
     assert p.estimates().drift_scale == 1.0
+
+
+@pytest.mark.parametrize("solver", ["homogeneous", "heterogeneous"])
+def test_the_default_optimistic_prior_plans_the_first_round_at_tau_max(solver: str) -> None:
+    # with c = 0, Φ's τ-dependence under a time budget is F0 (τ·step(b) + comm) / (η T τ) for every
+    # b: falling in τ, so the first round takes τ_max, where drift (if any) is best measured
+    optimistic = planner(solver=solver)
+    assert optimistic.settings.calibration == Calibration(prior=0.0)
+    assert optimistic.estimates().drift_scale == 0.0 and optimistic.current().tau == 20
+    worst_case = planner(solver=solver, calibration=Calibration(prior=1.0))
+    assert worst_case.current().tau < 20  # the prior estimates' worst-case drift holds τ down

@@ -36,6 +36,16 @@ round's y and x are computed with the estimates after that round was observed (s
 are those the planner extrapolates from); a round whose drift term is 0 (τ = 1) carries no
 information on c and is skipped.
 
+**The prior is optimistic** (c₀ = 0 by default: no drift until some is measured). A round
+tells about c only in proportion to the drift it could show (its weight is x², and x grows
+like τ²), so c is identifiable only at the τ the planner tries. A prior above the truth keeps τ
+small, the rounds it observes carry almost no drift, and ĉ falls only as fast as τ creeps up;
+a prior below the truth sends τ up at once, to where drift — if there is any — is largest and
+best measured, and the first pair of rounds pulls ĉ most of the way (to y/x · 1/(1 + λ)). The
+asymmetry (optimism in the face of uncertainty) costs at most the rounds planned before the
+first pair, at a τ the remaining budget still pays for; c₀ = 1, the bound's worst case as
+derived, is the conservative setting.
+
 In asynchronous mode a "round" is one aggregation: it is paired with the next when that one's
 newest updates started from the model it produced (version k + 1), and τ is every task's steps.
 
@@ -78,7 +88,7 @@ class Calibration:
     """The drift factor's state.
 
     Attributes:
-        prior: c₀, used until a pair of consecutive rounds was observed.
+        prior: c₀, used until a pair of consecutive rounds was observed (0: optimistic, see above).
         low, high: the clamp on ĉ.
         holding: λ, the forgetting factor of the sums.
         excess: Σ λ^(K−k) x_k y_k, the prior's observation included (``None``: nothing measured yet).
@@ -86,7 +96,7 @@ class Calibration:
         last: the previous round, to pair with the next.
     """
 
-    prior: float = 1.0
+    prior: float = 0.0
     low: float = 0.0
     high: float = 10.0
     holding: float = 0.9
