@@ -21,10 +21,20 @@ predicts with :func:`fedfit.cost.techniques.plan_peak_bytes`.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
 import sys
+
+import torch
+
+from fedfit.cost import MemoryModel, ModelCost, measure
+from fedfit.cost.techniques import plan_peak_bytes
+from fedfit.models import ModelSpec
+from fedfit.models.stages import stages_of
+from fedfit.training.optimizers import OptimizerConfig
+from fedfit.types import Techniques, TrainPlan
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 MODELS = {"logreg": ((1, 28, 28), 10), "mlp": ((1, 28, 28), 10), "cnn": ((1, 28, 28), 10),
@@ -47,8 +57,6 @@ OPTIMIZERS = {"sgd": {}, "momentum": {"momentum": 0.9}, "decay": {"weight_decay"
 _CHILD = r"""
 import json, sys
 import torch
-from fedfit.cost import MemoryModel, measure
-from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.cost.allocator import peak_live_bytes
 from fedfit.models import ModelSpec
 from fedfit.training.optimizers import OptimizerConfig
@@ -63,7 +71,6 @@ if fields.get("train_stages") is not None:
     fields["train_stages"] = tuple(fields["train_stages"])
 techniques, width = Techniques(**fields), float(sys.argv[8])
 optimizer = OptimizerConfig(**opt)
-cost = measure(spec, width)
 model = spec.build(width)
 params = {k: v.detach().clone() for k, v in model.state_dict().items()}
 gen = torch.Generator().manual_seed(1)
@@ -71,10 +78,8 @@ x, y = torch.randn((2 * batch, *shape), generator=gen), torch.randint(0, classes
 plan = TrainPlan(device_id=0, round=0, micro_batch=batch, lr=0.01, techniques=techniques)
 train(spec.build(width), params, x, y, plan, seed=0, optimizer=optimizer)
 growth = peak_live_bytes(lambda: train(model, params, x, y, plan, seed=0, optimizer=optimizer))
-memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=0, step_temporaries=optimizer.step_temporaries)
-print(json.dumps({"measured": cost.param_bytes + growth, "predicted": plan_peak_bytes(memory, cost, plan),
-                  "params": cost.param_bytes, "per_sample": cost.peak_bytes_per_sample,
-                  "margin": cost.memory_error}))
+weights = sum(p.numel() * p.element_size() for p in model.parameters())
+print(json.dumps({"measured": weights + growth}))
 """
 
 
@@ -82,16 +87,32 @@ def _fields(name: str, technique: str) -> dict[str, object]:
     """The Techniques fields of ``technique`` on model ``name`` (selective: its last stage)."""
     fields = dict(TECHNIQUES[technique])
     if fields.get("train_stages") == [-1]:
-        from fedfit.models import ModelSpec
-        from fedfit.models.stages import stages_of
         shape, classes = MODELS[name]
         spec = ModelSpec(name.split("@")[0], shape, classes, **OPTIONS.get(name, {}))  # type: ignore[arg-type]
         fields["train_stages"] = [len(stages_of(spec.build())) - 1]
     return fields
 
 
+@functools.lru_cache(maxsize=None)
+def _cost(name: str, width: float) -> ModelCost:
+    shape, classes = MODELS[name]
+    return measure(ModelSpec(name.split("@")[0], shape, classes, **OPTIONS.get(name, {})), width)  # type: ignore[arg-type]
+
+
+def predicted(name: str, batch: int, optimizer: str, technique: str) -> dict[str, float]:
+    """The model's prediction (tensor part: no workspace) of one row, with the cost's figures."""
+    opt = OptimizerConfig(**OPTIMIZERS[optimizer])  # type: ignore[arg-type]
+    cost = _cost(name, WIDTH if technique == "width" else 1.0)
+    fields = _fields(name, technique)
+    if fields.get("train_stages") is not None:
+        fields["train_stages"] = tuple(fields["train_stages"])  # type: ignore[arg-type]
+    plan = TrainPlan(device_id=0, round=0, micro_batch=batch, lr=0.01, techniques=Techniques(**fields))  # type: ignore[arg-type]
+    memory = MemoryModel(optimizer_slots=opt.slots, workspace_bytes=0, step_temporaries=opt.step_temporaries)
+    return {"predicted": plan_peak_bytes(memory, cost, plan), "params": cost.param_bytes, "margin": cost.memory_error}
+
+
 def run_point(name: str, batch: int, optimizer: str, technique: str = "plain") -> dict[str, float]:
-    """One (model, micro-batch) measured in a fresh process."""
+    """One (model, micro-batch) measured in a fresh process, and predicted here."""
     shape, classes = MODELS[name]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     width = WIDTH if technique == "width" else 1.0
@@ -99,7 +120,7 @@ def run_point(name: str, batch: int, optimizer: str, technique: str = "plain") -
             json.dumps(OPTIONS.get(name, {})), json.dumps(_fields(name, technique)), str(width)]
     out = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=True, env=env)
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return result | predicted(name, batch, optimizer, technique)
 
 
 def main() -> None:
@@ -110,6 +131,7 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(TECHNIQUES)}; 'all': every one")
     parser.add_argument("--batches", default=",".join(map(str, BATCHES)), help="comma-separated micro-batches")
     args = parser.parse_args()
+    torch.set_num_threads(1)
     models, batches = args.models.split(","), [int(b) for b in args.batches.split(",")]
     techniques = list(TECHNIQUES) if args.technique == "all" else args.technique.split(",")
     unknown = [m for m in models if m not in MODELS]

@@ -48,6 +48,9 @@ class ModelCost:
         stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured.
         largest_param_bytes: bytes of the largest parameter tensor (what an optimiser step's
             temporaries copy at most at once).
+        param_tensors: (elements, dimensions) of each parameter tensor: what partial training's
+            and pruning's gradient gathering holds for one tensor at a time (its dense gradient,
+            the int64 index of its kept elements, the gathered values); empty when not known.
         memory_error: the memory model's measured under-prediction of a training step's peak
             at held-out micro-batches (``HELD_OUT_BATCHES``), as a share of the measured peak;
             0 when it over-predicts there. The batch policy's default safety margin.
@@ -63,6 +66,7 @@ class ModelCost:
     stages: tuple[StageCost, ...] = ()
     largest_param_bytes: int = 0
     memory_error: float = 0.0
+    param_tensors: tuple[tuple[int, int], ...] = ()
 
     @property
     def peak_bytes_per_sample(self) -> float:
@@ -130,6 +134,7 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         stages=_stage_costs(model, spec),
         largest_param_bytes=max((p.numel() for p in model.parameters()), default=0) * BYTES_PER_FLOAT,
         memory_error=_held_out_error(model, spec, gradients + fixed, per_sample),
+        param_tensors=tuple((p.numel(), p.dim()) for p in model.parameters()),
     )
 
 

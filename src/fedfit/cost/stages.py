@@ -4,13 +4,14 @@ The memory and time formulas of the techniques (:mod:`fedfit.cost.techniques`) n
 stage: checkpointing keeps only stage inputs and recomputes one stage at a time in backward,
 freezing drops the backward of early stages, split learning sends the cut stage's output.
 Measured like :mod:`fedfit.cost.profile`: FLOPs by ``FlopCounterMode``, saved bytes by
-saved-tensor hooks, a stage's own training-step peak by the tensor allocator
+saved-tensor hooks, a stage's own training-step peak and its gradient-free forward by the tensor allocator
 (:func:`fedfit.cost.allocator.peak_live_bytes`), on the real module.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +20,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
 from fedfit.cost.allocator import peak_live_bytes
@@ -47,7 +46,8 @@ class StageCost:
         isolated_bytes: bytes the stage saves when run alone (its input included if it saves it).
         saves_input: whether the stage saves its own input for backward.
         transient_bytes: live bytes per sample while the stage runs forward without autograd
-            (its input plus its largest operator's input and output): all a frozen stage costs.
+            (its input plus the tensor allocator's peak growth: its intermediates and output):
+            all a frozen stage costs.
         step_bytes: peak live bytes per sample of the stage's own forward and backward run
             alone, its input excluded, measured with the tensor allocator as a checkpointed
             recomputation holds it: its saved activations plus the backward's gradient buffers
@@ -132,22 +132,6 @@ def _isolated(model: nn.Module, stage: Stage, x: torch.Tensor, grad_input: bool,
     return sum(seen.values()), x.untyped_storage().data_ptr() in seen
 
 
-class _OutputBytes(TorchDispatchMode):
-    """Records the bytes of every operator output that is not a view of a parameter."""
-
-    def __init__(self, param_ptrs: set[int]) -> None:
-        super().__init__()
-        self.sizes: list[int] = [0]
-        self.param_ptrs = param_ptrs
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.param_ptrs:
-                self.sizes.append(t.numel() * t.element_size())
-        return out
-
-
 class _OutputGradient(torch.autograd.Function):
     """Ends a stage's graph in a scalar whose backward hands over ``grad``, the output's gradient,
     as the next stage's backward would: the output itself need not stay alive, and the engine
@@ -198,12 +182,18 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     return per_sample, max(0.0, peaks[1] - per_sample - grads)
 
 
-@torch.no_grad()
-def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
-    """Per-sample live bytes of a gradient-free forward: input + 2 × the largest operator output."""
-    with _OutputBytes({p.untyped_storage().data_ptr() for p in model.parameters()}) as rec:
-        stage.forward(model, x)
-    return (x.numel() * x.element_size() + 2 * max(rec.sizes)) / len(x)
+def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> float:
+    """Per-sample live bytes of a gradient-free forward of ``stage``: its input plus the
+    allocator's peak growth while it runs (every intermediate the stage's code keeps referenced,
+    kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10."""
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return stage.forward(model, x)
+
+    forward(xs[2])  # warm-up: lazily initialised kernel state is not the stage's
+    peaks = {b: peak_live_bytes(functools.partial(forward, xs[b])) for b in (2, 10)}
+    x = xs[2]
+    return x[0].numel() * x.element_size() + (peaks[10] - peaks[2]) / 8
 
 
 def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
@@ -264,7 +254,7 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
         step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
-                                      transient_bytes=_transient(model, stage, xs1[9]), step_bytes=step,
+                                      transient_bytes=_transient(model, stage, xs1), step_bytes=step,
                                       step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2

@@ -25,13 +25,17 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   forward, which on a residual block peaks above its backward), at least what it saves, and
   never more per sample than the measured plain step; the whole model's ``T`` is not charged on
   top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
-- QAT: a fake-quantised copy of every weight lives through backward (``+P``); ~6 FLOPs per
-  weight per step and per activation element per sample.
+- QAT: a fake-quantised copy of every weight lives through backward (``+P``), and the forward
+  that makes them holds two more temporaries of the largest weight's size beside the
+  activations saved so far; ~6 FLOPs per weight per step and per activation element per sample.
+- importance: the probe holds every gradient, then ``|grad|`` of each tensor in turn.
 - partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
-  optimiser state are held for the ``kN`` active elements only, plus one dense gradient
-  tensor at a time (the largest).
-- pruning (sparsity σ): the device stores the ``(1-σ)N`` surviving weights and a bitmap,
-  materialising one dense layer at a time; trains the survivors like partial training.
+  optimiser state are held for the ``kN`` active elements only, plus the gathering of one
+  dense gradient at a time (it, the int64 index of its kept elements, the gathered values);
+  at the end the trained state is copied out beside them.
+- pruning (sparsity σ): fedfit's trainer keeps the pruned weights dense and trains the
+  ``(1-σ)N`` survivors like partial training; before that it builds the pruned state whole
+  (``+P`` and one zero tensor of the largest weight's size).
 - progressive (stage k): stages ≤ k resident, stage k and an auxiliary head ``H_k`` trained;
   frozen earlier stages cost their forward transients.
 - split (cut c): the device holds stages < c; the edge server computes the rest; activations
@@ -125,11 +129,22 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     f = _first(t, st)
     peak = cost.param_bytes + trained * _state(memory) + _activations(t, cost, f, plan.micro_batch)
     if t.qat_bits is not None:
-        peak += cost.param_bytes
-    if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet
+        peak = max(peak + cost.param_bytes, _qat_forward(memory, cost, plan, trained))
+    if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet; then |grad| of each
         probe = cost.param_bytes * (1 + memory.gradient_copies)
-        peak = max(peak, probe + cost.activation_bytes_per_sample * plan.micro_batch)
+        peak = max(peak, probe + cost.peak_bytes_per_sample * plan.micro_batch,
+                   probe + cost.largest_param_bytes - cost.activation_fixed_bytes)
     return peak
+
+
+def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained: float) -> float:
+    """QAT's forward: the fake-quantised copies (``P``) are made there, each weight's through
+    two more weight-sized temporaries (``w/s`` rounded and clamped, ``q − w``: measured with the
+    tensor allocator), beside the weights, the optimiser state and the activations saved so far
+    (at most all of them); gradients exist only from a second accumulated micro-batch on."""
+    grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
+    return (2 * cost.param_bytes + trained * (memory.optimizer_slots + grads) + 2 * cost.largest_param_bytes
+            + cost.activation_bytes_per_sample * plan.micro_batch - cost.activation_fixed_bytes)
 
 
 def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
@@ -142,18 +157,37 @@ def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
     return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
 
 
+def _gather_bytes(cost: ModelCost, kept: float) -> float:
+    """Largest transient of gathering one tensor's gradient into its compact tensor: the dense
+    gradient and the int64 index of its kept elements (``nonzero`` of the mask: 8 B per kept
+    element and dimension; the gathered values are the compact gradient, charged apart).
+    Without the tensor list: the largest dense gradient."""
+    if not cost.param_tensors:
+        return float(cost.largest_param_bytes)
+    return max(n * (BYTES_PER_FLOAT + kept * 8 * dims) for n, dims in cost.param_tensors)
+
+
 def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
-    t, st = plan.techniques, cost.stages
-    largest = max(s.largest_param for s in st) * BYTES_PER_FLOAT
-    if t.keep_fraction is not None:
-        kept = t.keep_fraction
-        resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
-    else:
-        kept = 1.0 - (t.sparsity or 0.0)
-        resident = cost.param_bytes * kept + cost.num_params / 8 + largest  # values + bitmap + a dense layer
+    """Partial training and pruning as fedfit's trainer runs them (:mod:`fedfit.training.partial`):
+    the dense weights and a 1-byte mask per element stay; the ``kN`` active elements live in
+    compact tensors with their gradients and optimiser state; backward gathers one dense
+    gradient at a time, beside the saved activations still alive (or the step's own per-sample
+    peak, when larger). The largest of three phases (measured with the tensor allocator):
+    backward; the end, where the trained state is copied out beside the compact tensors; and
+    for pruning the start, where the pruned weights are built as a whole new state (each
+    tensor beside a zero tensor of its size) before they are loaded."""
+    t = plan.techniques
+    kept = t.keep_fraction if t.keep_fraction is not None else 1.0 - (t.sparsity or 0.0)
+    resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
     active = cost.param_bytes * kept
-    per_sample = cost.peak_bytes_per_sample
-    return resident + active * (1 + _state(memory)) + largest + per_sample * plan.micro_batch
+    # a dense gradient is gathered when its layer's backward ends: beside the saved activations
+    # still alive then (at most all), not beside the step's backward buffers at their peak
+    activations = max(_gather_bytes(cost, kept) + cost.activation_bytes_per_sample * plan.micro_batch,
+                      cost.peak_bytes_per_sample * plan.micro_batch)
+    backward = resident + active * (1 + _state(memory)) + activations
+    end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
+    start = resident + cost.param_bytes + cost.largest_param_bytes if t.sparsity is not None else 0.0
+    return max(backward, end - cost.activation_fixed_bytes, start - cost.activation_fixed_bytes)
 
 
 def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
