@@ -56,7 +56,9 @@ class StageCost:
             backward holds beside the checkpointed inputs; 0 when not measured.
         step_fixed_bytes: the batch-independent part of that step's peak beyond the stage's
             parameter gradients (micro-batch 1's peak less one sample's; a residual block's step
-            peaks as high at 1 as at 2); 0 when not measured.
+            peaks as high at 1 as at 2); negative when micro-batch 1's peak is below the slope,
+            which then applies at micro-batch 1 only (:func:`fedfit.cost.techniques.phase_fixed`);
+            0 when not measured.
     """
 
     name: str
@@ -158,7 +160,9 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     they drop out (a stage whose weights outweigh ten samples' activations is under-counted: its
     saved bytes bound it). The slope is not taken from micro-batch 1, where a residual block's
     step peaks as high as at 2: that goes into the fixed part, micro-batch 1's peak less one
-    sample's and less the stage's parameter gradients (resident state, charged apart)."""
+    sample's and less the stage's parameter gradients (resident state, charged apart); negative
+    when micro-batch 1's step holds less than one slope (the 1-D CNN's first convolution, whose
+    unfolded input at micro-batch 1 is smaller than a sample's share at 2 and 10)."""
     def step(x: torch.Tensor, shape: torch.Size) -> None:
         if last:
             end = nn.functional.cross_entropy(stage.forward(model, x), torch.zeros(len(x), dtype=torch.long),
@@ -179,7 +183,7 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     model.zero_grad(set_to_none=True)
     per_sample = (peaks[10] - peaks[2]) / 8
     grads = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if stage.owns(n))
-    return per_sample, max(0.0, peaks[1] - per_sample - grads)
+    return per_sample, peaks[1] - per_sample - grads
 
 
 def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> float:

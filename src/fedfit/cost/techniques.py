@@ -103,6 +103,13 @@ def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float,
     return [(last, tail.step_fixed_bytes), *recompute]
 
 
+def phase_fixed(fixed: float, micro_batch: int) -> float:
+    """A phase's fixed bytes at ``micro_batch``: as measured at micro-batch 1 (its step's peak
+    there less one slope: negative when that step holds less than the slope through 2 and 10),
+    never below 0 from micro-batch 2 on, where the line through 2 and 10 holds."""
+    return fixed if micro_batch == 1 else max(0.0, fixed)
+
+
 def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
     """Activation bytes at the backward's peak beyond the plain step's fixed term (which
     :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
@@ -112,7 +119,8 @@ def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> fl
     if micro_batch == 0:
         return 0.0
     plain = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
-    trained = min(max(a * micro_batch + c for a, c in _trained_phases(t, cost, f)), plain)
+    phases = _trained_phases(t, cost, f)
+    trained = min(max(a * micro_batch + phase_fixed(c, micro_batch) for a, c in phases), plain)
     if f > 0:  # frozen stages run forward first
         trained = max(trained, _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes)
     return trained - cost.activation_fixed_bytes
