@@ -76,15 +76,69 @@ def test_selective_head_drops_early_activations_state_and_backward() -> None:
 
 def test_partial_holds_state_for_the_active_fraction_only() -> None:
     # dense weights 1240 + mask 310 B + active 0.5·1240 × (values, grad, momentum) + one dense grad 190·4
+    # (gathered beside the saved activations)
     assert plan_peak_bytes(MEM, COST, _plan(keep_fraction=0.5)) == 1240 + 310 + 620 * 3 + 760 + 14400
     assert plan_payload_bytes(COST, _plan(keep_fraction=0.5), 1240) == (1240, 4 * 155)
 
 
-def test_pruning_stores_survivors_and_a_bitmap() -> None:
-    # values 0.1·1240 + bitmap 310/8 + one dense layer 760, survivors × 3, a dense grad 760
-    expected = int(124 + 310 / 8 + 760 + 124 * 3 + 760 + 14400)
-    assert plan_peak_bytes(MEM, COST, _plan(sparsity=0.9)) == expected
+def test_pruning_keeps_the_pruned_weights_dense_and_trains_the_survivors() -> None:
+    # fedfit's trainer: dense weights 1240 + mask 310 B, survivors 0.1·1240 × (values, grad,
+    # momentum), a dense grad 190·4 gathered beside the saved activations
+    assert plan_peak_bytes(MEM, COST, _plan(sparsity=0.9)) == 1240 + 310 + 124 * 3 + 760 + 14400
     assert plan_payload_bytes(COST, _plan(sparsity=0.9), 1240) == ((310 + 7) // 8 + 31 * 4,) * 2
+
+
+def test_pruning_peaks_where_the_trainer_builds_the_pruned_state_when_activations_are_small() -> None:
+    # no activations: start = weights 1240 + mask 310 + the pruned copy 1240 + a zero tensor of
+    # the largest weight 760 = 3550 > backward 1240 + 310 + 124·3 + 760 = 2682 > end 1550 + 124·2 + 1240
+    idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
+    assert plan_peak_bytes(MEM, idle, _plan(sparsity=0.9)) == 3550
+
+
+def test_partial_peaks_at_the_end_copy_when_little_is_kept() -> None:
+    # keep 0.1, no activations: end = 1550 + 124 × (values, momentum) + the copied state 1240 = 3038
+    # > backward 1550 + 124·3 + 760 = 2682
+    idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
+    assert plan_peak_bytes(MEM, idle, _plan(keep_fraction=0.1)) == 3038
+
+
+def test_partial_gathers_each_dense_gradient_with_the_index_of_its_kept_elements() -> None:
+    # tensors (elements, dims): b's weight 190×2-D is the largest gather: its dense gradient
+    # 190·4 + nonzero's int64 index 0.5·190·2·8 = 2280 B, beside the saved activations 14400;
+    # with 500 B/sample of backward buffers the step's own peak (19400) is larger and replaces it
+    tensors = ((90, 4), (10, 1), (190, 2), (10, 1), (8, 2), (2, 1))
+    cost = dataclasses.replace(COST, param_tensors=tensors)
+    assert plan_peak_bytes(MEM, cost, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 2280 + 14400
+    buffers = dataclasses.replace(cost, backward_transient_bytes_per_sample=500.0)
+    assert plan_peak_bytes(MEM, buffers, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 1940 * 10
+
+
+def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_largest_weight() -> None:
+    # backward: 1240 + 1240 × (grad, momentum) + 14400 + the quantised copy 1240 = 19360;
+    # forward: weights + copies 2·1240 + momentum 1240 + 2·760 + saved activations 14400 = 19640
+    cost = dataclasses.replace(COST, largest_param_bytes=760)
+    assert plan_peak_bytes(MEM, cost, _plan(qat_bits=8)) == 19640
+    sgd = MemoryModel(workspace_bytes=0)  # no optimiser state: backward 1240 + 1240 + 14400 + 1240 = 18120
+    assert plan_peak_bytes(sgd, cost, _plan(qat_bits=8)) == max(2480 + 1520 + 14400, 18120)
+
+
+def test_importance_probe_holds_every_gradient_and_one_absolute_value() -> None:
+    # no activations: training the largest stage b 1240 + 800 × (grad, momentum) = 2840; the probe
+    # 1240 + 1240 gradients + |grad| of the largest weight 760 = 3240
+    idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
+    assert plan_peak_bytes(MEM, idle, _plan(importance_k=1)) == 3240
+
+
+def test_a_recomputed_stages_fixed_bytes_apply_as_measured_at_micro_batch_1_and_from_0_on_after() -> None:
+    # a's step: 3000 B/sample, and 1000 B less than that at micro-batch 1 (measured: the 1-D CNN's
+    # first convolution); plain step 6440 B/sample caps nothing. B = 1: a: 300 + 3000 − 1000 = 2300
+    # > b 300+500+700; B = 10: a: 3300·10, its negative fixed part no longer applies.
+    stages = (dataclasses.replace(STAGES[0], step_bytes=3000.0, step_fixed_bytes=-1000.0),
+              dataclasses.replace(STAGES[1], step_bytes=700.0), dataclasses.replace(STAGES[2], step_bytes=60.0))
+    cost = dataclasses.replace(COST, stages=stages, backward_transient_bytes_per_sample=5000.0)
+    one = TrainPlan(0, 0, micro_batch=1, techniques=Techniques(checkpointing=True))
+    assert plan_peak_bytes(MEM, cost, one) == 1240 + 2480 + 2300
+    assert plan_peak_bytes(MEM, cost, _plan(checkpointing=True)) == 1240 + 2480 + 33000
 
 
 def test_progressive_stage_zero_has_an_auxiliary_head() -> None:
@@ -129,9 +183,15 @@ def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
 
 
 def test_backward_buffers_are_charged_when_backward_reaches_the_first_stage() -> None:
+    # plain: + 50·10. Partial and pruning gather a dense gradient (760) beside the saved
+    # activations, not beside the step's buffers at their peak: max(760 + 14400, 1490·10) = 15160,
+    # as without buffers; with 500 B of buffers the step's peak 19400 is the larger
     with_buffers = dataclasses.replace(COST, backward_transient_bytes_per_sample=50.0)
-    for techniques in ({}, {"keep_fraction": 0.5}, {"sparsity": 0.9}):
-        plain = plan_peak_bytes(MEM, COST, _plan(**techniques))
-        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plain + 50 * 10
+    assert plan_peak_bytes(MEM, with_buffers, _plan()) == plan_peak_bytes(MEM, COST, _plan()) + 50 * 10
+    roomy = dataclasses.replace(COST, backward_transient_bytes_per_sample=500.0)
+    for techniques in ({"keep_fraction": 0.5}, {"sparsity": 0.9}):
+        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques))
+        assert plan_peak_bytes(MEM, roomy, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques)) \
+            - 760 - 14400 + 19400
     head_only = _plan(train_stages=(2,))
     assert plan_peak_bytes(MEM, with_buffers, head_only) == plan_peak_bytes(MEM, COST, head_only)

@@ -14,7 +14,7 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
   no activations before f: ``P + P_T(g+s) + B·max(T_<f, S_f + Σ_{i>f} A_i)`` (``S_f``: what
   stage f saves run alone; ``T_<f``: the largest gradient-free forward transient of a frozen
-  stage, its input plus its largest operator's input and output); no backward before f.
+  stage, its input plus the tensor allocator's peak growth while it runs); no backward before f.
 - checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): stages
   ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
   activations peak at ``B · max(ΣI + I_{n-1} + R_{n-1}, max_i(Σ_{j≤i} I_j + R_i))`` over the
@@ -141,7 +141,7 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet; then |grad| of each
         probe = cost.param_bytes * (1 + memory.gradient_copies)
         peak = max(peak, probe + cost.peak_bytes_per_sample * plan.micro_batch,
-                   probe + cost.largest_param_bytes - cost.activation_fixed_bytes)
+                   probe + _largest(cost) - cost.activation_fixed_bytes)
     return peak
 
 
@@ -151,7 +151,7 @@ def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained:
     tensor allocator), beside the weights, the optimiser state and the activations saved so far
     (at most all of them); gradients exist only from a second accumulated micro-batch on."""
     grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
-    return (2 * cost.param_bytes + trained * (memory.optimizer_slots + grads) + 2 * cost.largest_param_bytes
+    return (2 * cost.param_bytes + trained * (memory.optimizer_slots + grads) + 2 * _largest(cost)
             + cost.activation_bytes_per_sample * plan.micro_batch - cost.activation_fixed_bytes)
 
 
@@ -165,13 +165,18 @@ def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
     return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
 
 
+def _largest(cost: ModelCost) -> int:
+    """Bytes of the largest parameter tensor (from the stages when the cost does not say)."""
+    return max([cost.largest_param_bytes, *(s.largest_param * BYTES_PER_FLOAT for s in cost.stages)])
+
+
 def _gather_bytes(cost: ModelCost, kept: float) -> float:
     """Largest transient of gathering one tensor's gradient into its compact tensor: the dense
     gradient and the int64 index of its kept elements (``nonzero`` of the mask: 8 B per kept
     element and dimension; the gathered values are the compact gradient, charged apart).
     Without the tensor list: the largest dense gradient."""
     if not cost.param_tensors:
-        return float(cost.largest_param_bytes)
+        return float(_largest(cost))
     return max(n * (BYTES_PER_FLOAT + kept * 8 * dims) for n, dims in cost.param_tensors)
 
 
@@ -194,7 +199,7 @@ def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float
                       cost.peak_bytes_per_sample * plan.micro_batch)
     backward = resident + active * (1 + _state(memory)) + activations
     end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
-    start = resident + cost.param_bytes + cost.largest_param_bytes if t.sparsity is not None else 0.0
+    start = resident + cost.param_bytes + _largest(cost) if t.sparsity is not None else 0.0
     return max(backward, end - cost.activation_fixed_bytes, start - cost.activation_fixed_bytes)
 
 
