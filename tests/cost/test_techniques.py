@@ -93,6 +93,10 @@ def test_pruning_peaks_where_the_trainer_builds_the_pruned_state_when_activation
     # the largest weight 760 = 3550 > backward 1240 + 310 + 124·3 + 760 = 2682 > end 1550 + 124·2 + 1240
     idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
     assert plan_peak_bytes(MEM, idle, _plan(sparsity=0.9)) == 3550
+    # tensor by tensor (elements, in order): 190 first: a zero tensor and the result 2·760 = 1520
+    # beside nothing made yet, less than the whole pruned state 1240 → start 1550 + 1520 = 3070
+    first = dataclasses.replace(idle, param_tensors=((190, 2), (90, 4), (10, 1), (10, 1), (8, 2), (2, 1)))
+    assert plan_peak_bytes(MEM, first, _plan(sparsity=0.9)) == 3070
 
 
 def test_partial_peaks_at_the_end_copy_when_little_is_kept() -> None:
@@ -114,12 +118,13 @@ def test_partial_gathers_each_dense_gradient_with_the_index_of_its_kept_elements
 
 
 def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_largest_weight() -> None:
-    # backward: 1240 + 1240 × (grad, momentum) + 14400 + the quantised copy 1240 = 19360;
-    # forward: weights + copies 2·1240 + momentum 1240 + 2·760 + saved activations 14400 = 19640
-    cost = dataclasses.replace(COST, largest_param_bytes=760)
-    assert plan_peak_bytes(MEM, cost, _plan(qat_bits=8)) == 19640
-    sgd = MemoryModel(workspace_bytes=0)  # no optimiser state: backward 1240 + 1240 + 14400 + 1240 = 18120
-    assert plan_peak_bytes(sgd, cost, _plan(qat_bits=8)) == max(2480 + 1520 + 14400, 18120)
+    # backward: 1240 + 1240 × (grad, momentum) + 14400 + the quantised copy 1240 = 19360.
+    # forward, per stage (copies so far + 2 × its largest weight + B × (saved before it + its input)):
+    # a: 400 + 2·360 + 10·300 = 4120; b: 1200 + 2·760 + 10·(1000 + 500) = 17720;
+    # c: 1240 + 2·32 + 10·(1400 + 100) = 16304 → weights 1240 + momentum 1240 + 17720 = 20200
+    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 20200
+    sgd = MemoryModel(workspace_bytes=0)  # no optimiser state: backward 18120, forward 1240 + 17720
+    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 18960
 
 
 def test_importance_probe_holds_every_gradient_and_one_absolute_value() -> None:

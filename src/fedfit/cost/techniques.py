@@ -26,16 +26,17 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   never more per sample than the measured plain step; the whole model's ``T`` is not charged on
   top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
 - QAT: a fake-quantised copy of every weight lives through backward (``+P``), and the forward
-  that makes them holds two more temporaries of the largest weight's size beside the
-  activations saved so far; ~6 FLOPs per weight per step and per activation element per sample.
+  that makes them holds, at stage i, the copies so far, two more temporaries of its largest
+  weight's size, the activations saved before it and its input; ~6 FLOPs per weight per step
+  and per activation element per sample.
 - importance: the probe holds every gradient, then ``|grad|`` of each tensor in turn.
 - partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
   optimiser state are held for the ``kN`` active elements only, plus the gathering of one
   dense gradient at a time (it, the int64 index of its kept elements, the gathered values);
   at the end the trained state is copied out beside them.
 - pruning (sparsity σ): fedfit's trainer keeps the pruned weights dense and trains the
-  ``(1-σ)N`` survivors like partial training; before that it builds the pruned state whole
-  (``+P`` and one zero tensor of the largest weight's size).
+  ``(1-σ)N`` survivors like partial training; before that it builds the pruned state tensor by
+  tensor (the tensors made so far, and a zero tensor and the result for the one being made).
 - progressive (stage k): stages ≤ k resident, stage k and an auxiliary head ``H_k`` trained;
   frozen earlier stages cost their forward transients.
 - split (cut c): the device holds stages < c; the edge server computes the rest; activations
@@ -146,13 +147,17 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
 
 
 def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained: float) -> float:
-    """QAT's forward: the fake-quantised copies (``P``) are made there, each weight's through
+    """QAT's forward: the fake-quantised copies are made stage by stage, each weight's through
     two more weight-sized temporaries (``w/s`` rounded and clamped, ``q − w``: measured with the
-    tensor allocator), beside the weights, the optimiser state and the activations saved so far
-    (at most all of them); gradients exist only from a second accumulated micro-batch on."""
+    tensor allocator), beside the weights, the optimiser state, the copies made so far and the
+    activations saved before that stage plus its input (the largest over the stages); gradients
+    exist only from a second accumulated micro-batch on."""
+    st, b = cost.stages, plan.micro_batch
     grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
-    return (2 * cost.param_bytes + trained * (memory.optimizer_slots + grads) + 2 * _largest(cost)
-            + cost.activation_bytes_per_sample * plan.micro_batch - cost.activation_fixed_bytes)
+    resident = cost.param_bytes + trained * (memory.optimizer_slots + grads)
+    stage = max(sum(s.param_bytes for s in st[: i + 1]) + 2 * st[i].largest_param * BYTES_PER_FLOAT
+                + b * (sum(s.activation_bytes for s in st[:i]) + st[i].input_bytes) for i in range(len(st)))
+    return resident + stage - cost.activation_fixed_bytes
 
 
 def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
@@ -180,6 +185,19 @@ def _gather_bytes(cost: ModelCost, kept: float) -> float:
     return max(n * (BYTES_PER_FLOAT + kept * 8 * dims) for n, dims in cost.param_tensors)
 
 
+def _pruned_state_bytes(cost: ModelCost) -> float:
+    """What building the pruned state holds beyond the weights and masks: the pruned tensors made
+    so far, and for the one being made a zero tensor and the result (tensor by tensor, in the
+    model's order); at least the whole pruned state before it is loaded."""
+    if not cost.param_tensors:
+        return float(cost.param_bytes + _largest(cost))
+    made, peak = 0, cost.param_bytes
+    for n, _ in cost.param_tensors:
+        peak = max(peak, made + 2 * n * BYTES_PER_FLOAT)
+        made += n * BYTES_PER_FLOAT
+    return float(peak)
+
+
 def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
     """Partial training and pruning as fedfit's trainer runs them (:mod:`fedfit.training.partial`):
     the dense weights and a 1-byte mask per element stay; the ``kN`` active elements live in
@@ -199,7 +217,7 @@ def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float
                       cost.peak_bytes_per_sample * plan.micro_batch)
     backward = resident + active * (1 + _state(memory)) + activations
     end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
-    start = resident + cost.param_bytes + _largest(cost) if t.sparsity is not None else 0.0
+    start = resident + _pruned_state_bytes(cost) if t.sparsity is not None else 0.0
     return max(backward, end - cost.activation_fixed_bytes, start - cost.activation_fixed_bytes)
 
 
