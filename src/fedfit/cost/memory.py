@@ -27,6 +27,14 @@ from fedfit.cost.profile import ModelCost
 from fedfit.types import DeviceProfile
 
 
+def step_activation_bytes(cost: ModelCost, micro_batch: int) -> float:
+    """What a plain step holds beyond weights and gradients at ``micro_batch``: per sample ×
+    batch + fixed, at micro-batch 1 as measured there (less the shortfall, when the fitted
+    fixed term was clamped)."""
+    shortfall = cost.one_sample_shortfall_bytes if micro_batch == 1 else 0.0
+    return cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes - shortfall
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryModel:
     """Parameters of the peak-memory formula.
@@ -70,7 +78,7 @@ class MemoryModel:
             micro_batch: samples per forward/backward pass (≥1).
             trainable_fraction: share of parameters that get gradients and optimiser state.
         """
-        activations = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
+        activations = step_activation_bytes(cost, micro_batch)
         return int(self.resident_bytes(cost, trainable_fraction) + max(activations, self.step_bytes(cost)))
 
     def max_micro_batch(self, cost: ModelCost, free_bytes: int, cap: int = 4096) -> int:

@@ -59,6 +59,8 @@ class StageCost:
             peaks as high at 1 as at 2); negative when micro-batch 1's peak is below the slope,
             which then applies at micro-batch 1 only (:func:`fedfit.cost.techniques.phase_fixed`);
             0 when not measured.
+        transient_fixed_bytes: the batch-independent part of the gradient-free forward's live
+            bytes (micro-batch 1's less one ``transient_bytes``), applied as ``step_fixed_bytes``.
     """
 
     name: str
@@ -74,6 +76,7 @@ class StageCost:
     transient_bytes: float = 0.0
     step_bytes: float = 0.0
     step_fixed_bytes: float = 0.0
+    transient_fixed_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
@@ -186,18 +189,28 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     return per_sample, peaks[1] - per_sample - grads
 
 
-def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> float:
-    """Per-sample live bytes of a gradient-free forward of ``stage``: its input plus the
+def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float]:
+    """(per sample, fixed) live bytes of a frozen forward of ``stage`` (grad mode on, as the trainer
+    runs it: a recurrent kernel keeps its training workspace), its parameters frozen: its input plus the
     allocator's peak growth while it runs (every intermediate the stage's code keeps referenced,
-    kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10."""
+    kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed
+    part is micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as
+    the 1-D CNN's unfolded convolution input)."""
     def forward(x: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return stage.forward(model, x)
+        return stage.forward(model, x)
 
-    forward(xs[2])  # warm-up: lazily initialised kernel state is not the stage's
-    peaks = {b: peak_live_bytes(functools.partial(forward, xs[b])) for b in (2, 10)}
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    for p in trainable:  # frozen as the trainer freezes it: grad mode on, no parameter needs a gradient
+        p.requires_grad_(False)
+    try:
+        forward(xs[2])  # warm-up: lazily initialised kernel state is not the stage's
+        peaks = {b: peak_live_bytes(functools.partial(forward, xs[b])) for b in (1, 2, 10)}
+    finally:
+        for p in trainable:
+            p.requires_grad_(True)
     x = xs[2]
-    return x[0].numel() * x.element_size() + (peaks[10] - peaks[2]) / 8
+    per_sample = x[0].numel() * x.element_size() + (peaks[10] - peaks[2]) / 8
+    return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample
 
 
 def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
@@ -257,9 +270,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
         step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
+        transient, transient_fixed = _transient(model, stage, xs1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
-                                      transient_bytes=_transient(model, stage, xs1), step_bytes=step,
-                                      step_fixed_bytes=step_fixed)
+                                      transient_bytes=transient, transient_fixed_bytes=transient_fixed,
+                                      step_bytes=step, step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)

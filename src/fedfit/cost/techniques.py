@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from fedfit.cost.memory import MemoryModel
+from fedfit.cost.memory import MemoryModel, step_activation_bytes
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost
 from fedfit.types import Techniques, TrainPlan
@@ -78,9 +78,15 @@ def _aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
     return 0 if k == len(stages) - 1 else int(stages[k].output_bytes // BYTES_PER_FLOAT) * classes + classes
 
 
-def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
-    """Per-sample peak of running frozen ``stages`` forward (nothing saved, transients only)."""
-    return max((s.transient_bytes for s in stages), default=0.0)
+def _frozen_forward(stages: tuple[StageCost, ...], micro_batch: int) -> float:
+    """Peak of running frozen ``stages`` forward (nothing saved, transients only: each stage's
+    input and what it allocates, beside the gathered micro-batch the trainer still holds); none
+    at micro-batch 0 (the optimiser step's phase)."""
+    if micro_batch == 0 or not stages:
+        return 0.0
+    data = stages[0].input_bytes * micro_batch
+    return max(s.transient_bytes * micro_batch + phase_fixed(s.transient_fixed_bytes, micro_batch) + (data if i else 0.0)
+               for i, s in enumerate(stages))
 
 
 def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float, float]]:
@@ -114,16 +120,13 @@ def phase_fixed(fixed: float, micro_batch: int) -> float:
 def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
     """Activation bytes at the backward's peak beyond the plain step's fixed term (which
     :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
-    (dropping or recomputing saved tensors holds no more than it), at least the frozen stages'
-    forward; none at micro-batch 0 (the optimiser step's phase). Negative when checkpointing's
+    (dropping or recomputing saved tensors holds no more than it); none at micro-batch 0 (the optimiser step's phase). Negative when checkpointing's
     phases hold less than the plain step's fixed term."""
     if micro_batch == 0:
         return 0.0
-    plain = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
+    plain = step_activation_bytes(cost, micro_batch)
     phases = _trained_phases(t, cost, f)
     trained = min(max(a * micro_batch + phase_fixed(c, micro_batch) for a, c in phases), plain)
-    if f > 0:  # frozen stages run forward first
-        trained = max(trained, _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes)
     return trained - cost.activation_fixed_bytes
 
 
@@ -137,6 +140,10 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
     f = _first(t, st)
     peak = cost.param_bytes + trained * _state(memory) + _activations(t, cost, f, plan.micro_batch)
+    if f > 0:  # frozen stages run forward first: no gradients yet (but from a second accumulated micro-batch)
+        grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
+        frozen = _frozen_forward(st[:f], plan.micro_batch) - cost.activation_fixed_bytes
+        peak = max(peak, cost.param_bytes + trained * (memory.optimizer_slots + grads) + frozen)
     if t.qat_bits is not None:
         peak = max(peak + cost.param_bytes, _qat_forward(memory, cost, plan, trained))
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet; then |grad| of each
@@ -176,13 +183,12 @@ def _largest(cost: ModelCost) -> int:
 
 
 def _gather_bytes(cost: ModelCost, kept: float) -> float:
-    """Largest transient of gathering one tensor's gradient into its compact tensor: the dense
-    gradient and the int64 index of its kept elements (``nonzero`` of the mask: 8 B per kept
-    element and dimension; the gathered values are the compact gradient, charged apart).
-    Without the tensor list: the largest dense gradient."""
-    if not cost.param_tensors:
-        return float(_largest(cost))
-    return max(n * (BYTES_PER_FLOAT + kept * 8 * dims) for n, dims in cost.param_tensors)
+    """Largest transient of gathering dense gradients into their compact tensors: a stage's dense
+    gradients (its backward computes them together: an LSTM's four at once) and the int64 index of
+    one tensor's kept elements (``nonzero`` of the mask: 8 B per kept element and dimension; the
+    gathered values are the compact gradient, charged apart)."""
+    dense = max(s.param_bytes for s in cost.stages)
+    return dense + max((n * kept * 8 * dims for n, dims in cost.param_tensors), default=0.0)
 
 
 def _pruned_state_bytes(cost: ModelCost) -> float:
@@ -226,8 +232,8 @@ def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> 
     head = _aux_head_params(st, k) * BYTES_PER_FLOAT
     resident = sum(s.param_bytes for s in st[: k + 1]) + head
     trained = st[k].param_bytes + head
-    per_sample = max(_frozen_forward(st[:k]), st[k].isolated_bytes + (st[k].output_bytes if head else 0.0))
-    return resident + trained * _state(memory) + per_sample * plan.micro_batch
+    own = (st[k].isolated_bytes + (st[k].output_bytes if head else 0.0)) * plan.micro_batch
+    return resident + trained * _state(memory) + max(_frozen_forward(st[:k], plan.micro_batch), own)
 
 
 def _split_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
