@@ -124,13 +124,24 @@ def test_partial_gathers_each_dense_gradient_with_the_index_of_its_kept_elements
 
 
 def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_largest_weight() -> None:
-    # backward: 1240 + 1240 × (grad, momentum) + 14400 + the quantised copy 1240 = 19360.
-    # forward, per stage (copies so far + 2 × its largest weight + B × (saved before it + its input)):
-    # a: 400 + 2·360 + 10·300 = 4120; b: 1200 + 2·760 + 10·(1000 + 500) = 17720;
-    # c: 1240 + 2·32 + 10·(1400 + 100) = 16304 → weights 1240 + momentum 1240 + 17720 = 20200
-    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 20200
-    sgd = MemoryModel(workspace_bytes=0)  # no optimiser state: backward 18120, forward 1240 + 17720
-    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 18960
+    # b's largest weight 2000 floats (8000 B). Forward, per stage (copies so far + 2 × its largest
+    # weight + B × (saved before it + its input)): a: 400 + 2·360 + 10·300 = 4120;
+    # b: 1200 + 2·8000 + 10·(1000 + 500) = 32200; c: 1240 + 2·32 + 10·(1400 + 100) = 16304
+    # → weights 1240 + momentum 1240 + 32200 = 34680, above backward (1240 + 2480 + 25200, below)
+    big = dataclasses.replace(COST, stages=(STAGES[0], dataclasses.replace(STAGES[1], largest_param=2000),
+                                            STAGES[2]))
+    assert plan_peak_bytes(MEM, big, _plan(qat_bits=8)) == 34680
+    sgd = MemoryModel(workspace_bytes=0)
+    assert plan_peak_bytes(sgd, big, _plan(qat_bits=8)) == 1240 + 32200
+
+
+def test_qat_backward_charges_each_stages_copy_until_its_backward_and_the_quantised_outputs() -> None:
+    # steps beyond the input (saved bytes less the input): a 700, b 400, c 40. Phases: a: 400 +
+    # 10·(300 + 700) = 10400; b: 1200 + 10·(1000 + 500 + 500 + 400) = 25200; c: 1240 + 10·(1400 +
+    # 600 + 100 + 40) = 22640 → 1240 + 1240 × (grad, momentum) + 25200 (> forward 20200)
+    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 1240 + 2480 + 25200
+    sgd = MemoryModel(workspace_bytes=0)
+    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 1240 + 1240 + 25200
 
 
 def test_importance_probe_holds_every_gradient_and_one_absolute_value() -> None:

@@ -25,7 +25,9 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   forward, which on a residual block peaks above its backward), at least what it saves, and
   never more per sample than the measured plain step; the whole model's ``T`` is not charged on
   top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
-- QAT: a fake-quantised copy of every weight lives through backward (``+P``), and the forward
+- QAT: a fake-quantised copy of every weight lives until its stage's backward; backward at
+  stage j also holds, per sample, the quantised stage outputs saved beside the originals
+  before j and stage j's own measured step (under checkpointing ``+P`` whole); the forward
   that makes them holds, at stage i, the copies so far, two more temporaries of its largest
   weight's size, the activations saved before it and its input; ~6 FLOPs per weight per step
   and per activation element per sample.
@@ -145,12 +147,29 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
         frozen = _frozen_forward(st[:f], plan.micro_batch) - cost.activation_fixed_bytes
         peak = max(peak, cost.param_bytes + trained * (memory.optimizer_slots + grads) + frozen)
     if t.qat_bits is not None:
-        peak = max(peak + cost.param_bytes, _qat_forward(memory, cost, plan, trained))
+        backward = peak + cost.param_bytes if t.checkpointing else max(peak, _qat_backward(memory, cost, plan, f))
+        peak = max(backward, _qat_forward(memory, cost, plan, trained))
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet; then |grad| of each
         probe = cost.param_bytes * (1 + memory.gradient_copies)
         peak = max(peak, probe + cost.peak_bytes_per_sample * plan.micro_batch,
                    probe + _largest(cost) - cost.activation_fixed_bytes)
     return peak
+
+
+def _qat_backward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, f: int) -> float:
+    """QAT's backward, stage by stage (j from the last): the weights, every trained gradient and
+    optimiser state, the quantised weight copies of stages f..j (a stage's copy is freed once its
+    backward is done), and per sample the activations saved by stages f..j−1 together with the
+    fake-quantised outputs the next stage saved in their place (a stage output's quantised copy
+    is a tensor of its own beside the original), stage j's input and its own measured step
+    (:attr:`StageCost.recompute_bytes`: its saved bytes and backward buffers)."""
+    st, b = cost.stages, plan.micro_batch
+    trained = sum(st[i].param_bytes for i in trained_stages(plan.techniques, st))
+    phases = [sum(s.param_bytes for s in st[f:j + 1])
+              + b * (sum(s.activation_bytes + s.output_bytes for s in st[f:j]) + st[j].input_bytes
+                     + st[j].recompute_bytes) + phase_fixed(st[j].step_fixed_bytes, b)
+              for j in range(f, len(st))]
+    return cost.param_bytes + trained * _state(memory) + max(phases, default=0.0) - cost.activation_fixed_bytes
 
 
 def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained: float) -> float:
