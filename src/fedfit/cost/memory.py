@@ -11,8 +11,9 @@ per-sample and fixed step terms are measured on the real module with the tensor 
 :func:`fedfit.cost.profile.measure`), so they count what autograd actually holds at the peak:
 saved activations not yet freed, gradient buffers in flight, the gathered batch. Against
 fedfit's own trainer measured the same way (``bench/memory_model.py``) the prediction is within
-10% for every zoo model at micro-batches 1-128 (within 2% from micro-batch 16 on; worst +8.8%,
-MobileNetV2 at micro-batch 1, where the fitted fixed term clamps at 0). The workspace is the runtime's memory outside
+10% for every zoo model at micro-batches 1-128 (within 2% from micro-batch 16 on); at micro-batch 1
+it is the measured step itself (where the fixed term fitted through 1 and 33 would be negative it
+is clamped at 0 for larger batches, and the shortfall is taken off at 1). The workspace is the runtime's memory outside
 the tensor allocator (allocator slack, interpreter, the shuffle order of 8 B per local sample).
 
 A task whose peak exceeds the device's free memory at that virtual moment crashes out of memory.
