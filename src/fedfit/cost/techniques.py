@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from fedfit.cost.masked import largest_param_bytes, masked_peak
 from fedfit.cost.memory import MemoryModel, step_activation_bytes
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost
@@ -152,7 +153,7 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet; then |grad| of each
         probe = cost.param_bytes * (1 + memory.gradient_copies)
         peak = max(peak, probe + cost.peak_bytes_per_sample * plan.micro_batch,
-                   probe + _largest(cost) - cost.activation_fixed_bytes)
+                   probe + largest_param_bytes(cost) - cost.activation_fixed_bytes)
     return peak
 
 
@@ -194,56 +195,6 @@ def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
     that term. Under checkpointing each recomputed stage's own measured buffers
     (:attr:`StageCost.step_bytes`) are charged instead."""
     return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
-
-
-def _largest(cost: ModelCost) -> int:
-    """Bytes of the largest parameter tensor (from the stages when the cost does not say)."""
-    return max([cost.largest_param_bytes, *(s.largest_param * BYTES_PER_FLOAT for s in cost.stages)])
-
-
-def _gather_bytes(cost: ModelCost, kept: float) -> float:
-    """Largest transient of gathering dense gradients into their compact tensors: a stage's dense
-    gradients (its backward computes them together: an LSTM's four at once) and the int64 index of
-    one tensor's kept elements (``nonzero`` of the mask: 8 B per kept element and dimension; the
-    gathered values are the compact gradient, charged apart)."""
-    dense = max(s.param_bytes for s in cost.stages)
-    return dense + max((n * kept * 8 * dims for n, dims in cost.param_tensors), default=0.0)
-
-
-def _pruned_state_bytes(cost: ModelCost) -> float:
-    """What building the pruned state holds beyond the weights and masks: the pruned tensors made
-    so far, and for the one being made a zero tensor and the result (tensor by tensor, in the
-    model's order); at least the whole pruned state before it is loaded."""
-    if not cost.param_tensors:
-        return float(cost.param_bytes + _largest(cost))
-    made, peak = 0, cost.param_bytes
-    for n, _ in cost.param_tensors:
-        peak = max(peak, made + 2 * n * BYTES_PER_FLOAT)
-        made += n * BYTES_PER_FLOAT
-    return float(peak)
-
-
-def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
-    """Partial training and pruning as fedfit's trainer runs them (:mod:`fedfit.training.partial`):
-    the dense weights and a 1-byte mask per element stay; the ``kN`` active elements live in
-    compact tensors with their gradients and optimiser state; backward gathers one dense
-    gradient at a time, beside the saved activations still alive (or the step's own per-sample
-    peak, when larger). The largest of three phases (measured with the tensor allocator):
-    backward; the end, where the trained state is copied out beside the compact tensors; and
-    for pruning the start, where the pruned weights are built as a whole new state (each
-    tensor beside a zero tensor of its size) before they are loaded."""
-    t = plan.techniques
-    kept = t.keep_fraction if t.keep_fraction is not None else 1.0 - (t.sparsity or 0.0)
-    resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
-    active = cost.param_bytes * kept
-    # a dense gradient is gathered when its layer's backward ends: beside the saved activations
-    # still alive then (at most all), not beside the step's backward buffers at their peak
-    activations = max(_gather_bytes(cost, kept) + cost.activation_bytes_per_sample * plan.micro_batch,
-                      cost.peak_bytes_per_sample * plan.micro_batch)
-    backward = resident + active * (1 + _state(memory)) + activations
-    end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
-    start = resident + _pruned_state_bytes(cost) if t.sparsity is not None else 0.0
-    return max(backward, end - cost.activation_fixed_bytes, start - cost.activation_fixed_bytes)
 
 
 def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
@@ -299,7 +250,7 @@ def max_plan_micro_batch(memory: MemoryModel, cost: ModelCost, techniques: Techn
 def _body(t: Techniques) -> Callable[[MemoryModel, ModelCost, TrainPlan], float]:
     """The peak formula of the technique that redefines what the device holds (or the layered one)."""
     if t.keep_fraction is not None or t.sparsity is not None:
-        return _masked_peak
+        return masked_peak
     if t.progressive_stage is not None:
         return _progressive_peak
     if t.split_cut is not None:
