@@ -19,6 +19,7 @@ by ``resume``. ``on_phase`` names each step as it completes (``config``, ``round
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -31,8 +32,14 @@ from fedfit.automode import ModeSwitch
 from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError, RunStopped
-from fedfit.experiment import Experiment, built
-from fedfit.sources import UserSources
+from fedfit.autoconfig import label_counts
+from fedfit.autoconfig import resolve as resolve_auto
+from fedfit.cost import MemoryModel, ModelCost, measure
+from fedfit.cost.dp_memory import per_sample_gradient_costs
+from fedfit.data import build_federated_data
+from fedfit.experiment import Experiment, built, data_kwargs, fleet_profiles, fleet_traces
+from fedfit.security.builders import local_dp
+from fedfit.sources import UserSources, model_spec, user_data
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import RoundOutcome, SyncState
@@ -46,7 +53,7 @@ from fedfit.report.stream import with_stream_metrics
 from fedfit.simulation import checkpoint, planner_state
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.simulation.threads import driver_threads, pinned
-from fedfit.training import evaluate
+from fedfit.training import OptimizerConfig, evaluate
 from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.types import Params, RoundReport
 
@@ -123,14 +130,18 @@ def resume(run_dir: Path, rounds: int | None = None, on_round: OnRound | None = 
     if not run_dir.is_dir():
         raise ConfigError(f"RUN_DIR: no such directory: {run_dir}")
     with RunLock(run_dir):
-        config, saved = resumable(run_dir, rounds)
+        config, saved = resumable(run_dir, rounds, sources)
         return _drive(config, run_dir, on_round, saved, on_phase, sources, on_start)
 
 
-def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfig, Checkpoint]:
+def resumable(run_dir: Path, rounds: int | None = None,
+              sources: UserSources | None = None) -> tuple[ExperimentConfig, Checkpoint]:
     """The config a resume of ``run_dir`` would run, and the checkpoint it would start from.
 
-    Reads only: nothing in ``run_dir`` changes.
+    Reads only: nothing in ``run_dir`` changes. An ``auto`` run's rounds are compared as
+    ``auto`` resolves them (an async run applies ``⌈R·k / b⌉`` versions for R rounds): its
+    decision is rebuilt from the same enrolment reports, as the resume will (``sources``: the
+    user's model and data, when the run had them).
 
     Raises:
         CheckpointError: no usable checkpoint, or ``config.yaml`` no longer matches it.
@@ -147,11 +158,33 @@ def resumable(run_dir: Path, rounds: int | None = None) -> tuple[ExperimentConfi
     # The file as written, not as parsed: a key a later fedfit adds, with its default, is no edit.
     if saved.config_digest != config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path)) or {}):
         raise CheckpointError(f"{path}: changed since the checkpoint was written")
-    total = config.orchestration.rounds
-    if (saved.rounds_done > total and not config.auto.enabled) or (saved.rounds_done == total and finished(run_dir)):
+    total = resolved_rounds(config, sources)
+    if saved.rounds_done > total or (saved.rounds_done == total and finished(run_dir)):
         raise ConfigError(f"orchestration.rounds: the run already has {saved.rounds_done} rounds; "
                           "ask for more (fedfit resume --rounds N)")
     return config, saved
+
+
+def resolved_rounds(config: ExperimentConfig, sources: UserSources | None = None) -> int:
+    """The rounds (server versions) ``config`` runs once built: ``orchestration.rounds``, or for
+    an ``auto`` run the budget its decision resolves (the same as :func:`~fedfit.experiment.build`'s,
+    from the fleet's reports at time 0; the model's measurement is cached for the build after)."""
+    if not config.auto.enabled:
+        return config.orchestration.rounds
+    profiles = fleet_profiles(config)
+    own = user_data(config, sources)
+    data = own if own is not None else build_federated_data(**data_kwargs(config))
+    t = config.training
+    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
+                                local_dp=local_dp(config))
+    costs: Callable[[float], ModelCost] = functools.partial(measure, model_spec(config, data, sources))
+    costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
+    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
+                         step_temporaries=optimizer.step_temporaries)
+    states = [trace.state_at(0.0) for trace in fleet_traces(config, profiles)]
+    resolved, _ = resolve_auto(config, profiles, states, [len(d) for d in data.train], costs, memory,
+                               label_counts(data))
+    return resolved.orchestration.rounds
 
 
 def _claim(run_dir: Path, force: bool) -> None:

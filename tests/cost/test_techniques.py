@@ -69,22 +69,98 @@ def test_checkpointed_phases_carry_their_own_fixed_bytes_in_place_of_the_plain_s
 
 def test_selective_head_drops_early_activations_state_and_backward() -> None:
     plan = _plan(train_stages=(2,))
-    assert plan_peak_bytes(MEM, COST, plan) == 1240 + 40 * 2 + 140 * 10
+    # backward: weights + c's gradient and momentum + c's own saved bytes 1240 + 40·2 + 140·10 = 2720;
+    # the frozen forward (no gradients yet) holds the gathered batch (a's input, 300 B a sample)
+    # beside b's transient (0 here): 1240 + 40 + 300·10 = 4280
+    assert plan_peak_bytes(MEM, COST, plan) == 4280
+    roomy = dataclasses.replace(COST, stages=tuple(dataclasses.replace(s, input_bytes=0.0) for s in STAGES))
+    assert plan_peak_bytes(MEM, roomy, plan) == 1240 + 40 * 2 + 140 * 10
     assert plan_flops(COST, plan, samples=1, steps=1)[0] == 62.0 + 4.0
     assert plan_payload_bytes(COST, plan, 1240) == (1240, 40)
 
 
 def test_partial_holds_state_for_the_active_fraction_only() -> None:
-    # dense weights 1240 + mask 310 B + active 0.5·1240 × (values, grad, momentum) + one dense grad 190·4
-    assert plan_peak_bytes(MEM, COST, _plan(keep_fraction=0.5)) == 1240 + 310 + 620 * 3 + 760 + 14400
+    # dense weights 1240 + mask 310 B + active 0.5·1240 × (values, grad, momentum) + one stage's
+    # dense gradients (b's 200·4, computed together) gathered beside the saved activations
+    assert plan_peak_bytes(MEM, COST, _plan(keep_fraction=0.5)) == 1240 + 310 + 620 * 3 + 800 + 14400
     assert plan_payload_bytes(COST, _plan(keep_fraction=0.5), 1240) == (1240, 4 * 155)
 
 
-def test_pruning_stores_survivors_and_a_bitmap() -> None:
-    # values 0.1·1240 + bitmap 310/8 + one dense layer 760, survivors × 3, a dense grad 760
-    expected = int(124 + 310 / 8 + 760 + 124 * 3 + 760 + 14400)
-    assert plan_peak_bytes(MEM, COST, _plan(sparsity=0.9)) == expected
+def test_pruning_keeps_the_pruned_weights_dense_and_trains_the_survivors() -> None:
+    # fedfit's trainer: dense weights 1240 + mask 310 B, survivors 0.1·1240 × (values, grad,
+    # momentum), b's dense gradients 200·4 gathered beside the saved activations
+    assert plan_peak_bytes(MEM, COST, _plan(sparsity=0.9)) == 1240 + 310 + 124 * 3 + 800 + 14400
     assert plan_payload_bytes(COST, _plan(sparsity=0.9), 1240) == ((310 + 7) // 8 + 31 * 4,) * 2
+
+
+def test_pruning_peaks_where_the_trainer_builds_the_pruned_state_when_activations_are_small() -> None:
+    # no activations: start = weights 1240 + mask 310 + the pruned copy 1240 + a zero tensor of
+    # the largest weight 760 = 3550 > end 1550 + 124·2 + 1240 > backward 1240 + 310 + 124·3 + 800
+    idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
+    assert plan_peak_bytes(MEM, idle, _plan(sparsity=0.9)) == 3550
+    # tensor by tensor (elements, in order): 190 first: a zero tensor and the result 2·760 = 1520
+    # beside nothing made yet, less than the whole pruned state 1240 → start 1550 + 1520 = 3070
+    first = dataclasses.replace(idle, param_tensors=((190, 2), (90, 4), (10, 1), (10, 1), (8, 2), (2, 1)))
+    assert plan_peak_bytes(MEM, first, _plan(sparsity=0.9)) == 3070
+
+
+def test_partial_peaks_at_the_end_copy_when_little_is_kept() -> None:
+    # keep 0.1, no activations: end = 1550 + 124 × (values, momentum) + the copied state 1240 = 3038
+    # > backward 1550 + 124·3 + 800 = 2722
+    idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
+    assert plan_peak_bytes(MEM, idle, _plan(keep_fraction=0.1)) == 3038
+
+
+def test_partial_gathers_each_dense_gradient_with_the_index_of_its_kept_elements() -> None:
+    # tensors (elements, dims): the gather holds b's dense gradients 200·4 and the largest int64
+    # index of kept elements, b's weight's 0.5·190·2·8 = 1520 (a's 0.5·90·4·8 = 1440): 2320 B,
+    # beside the saved activations 14400;
+    # with 500 B/sample of backward buffers the step's own peak (19400) is larger and replaces it
+    tensors = ((90, 4), (10, 1), (190, 2), (10, 1), (8, 2), (2, 1))
+    cost = dataclasses.replace(COST, param_tensors=tensors)
+    assert plan_peak_bytes(MEM, cost, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 2320 + 14400
+    buffers = dataclasses.replace(cost, backward_transient_bytes_per_sample=500.0)
+    assert plan_peak_bytes(MEM, buffers, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 1940 * 10
+
+
+def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_largest_weight() -> None:
+    # b's largest weight 2000 floats (8000 B). Forward, per stage (copies so far + 2 × its largest
+    # weight + B × (saved before it + its input)): a: 400 + 2·360 + 10·300 = 4120;
+    # b: 1200 + 2·8000 + 10·(1000 + 500) = 32200; c: 1240 + 2·32 + 10·(1400 + 100) = 16304
+    # → weights 1240 + momentum 1240 + 32200 = 34680, above backward (1240 + 2480 + 25200, below)
+    big = dataclasses.replace(COST, stages=(STAGES[0], dataclasses.replace(STAGES[1], largest_param=2000),
+                                            STAGES[2]))
+    assert plan_peak_bytes(MEM, big, _plan(qat_bits=8)) == 34680
+    sgd = MemoryModel(workspace_bytes=0)
+    assert plan_peak_bytes(sgd, big, _plan(qat_bits=8)) == 1240 + 32200
+
+
+def test_qat_backward_charges_each_stages_copy_until_its_backward_and_the_quantised_outputs() -> None:
+    # steps beyond the input (saved bytes less the input): a 700, b 400, c 40. Phases: a: 400 +
+    # 10·(300 + 700) = 10400; b: 1200 + 10·(1000 + 500 + 500 + 400) = 25200; c: 1240 + 10·(1400 +
+    # 600 + 100 + 40) = 22640 → 1240 + 1240 × (grad, momentum) + 25200 (> forward 20200)
+    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 1240 + 2480 + 25200
+    sgd = MemoryModel(workspace_bytes=0)
+    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 1240 + 1240 + 25200
+
+
+def test_importance_probe_holds_every_gradient_and_one_absolute_value() -> None:
+    # no activations: training the largest stage b 1240 + 800 × (grad, momentum) = 2840; the probe
+    # 1240 + 1240 gradients + |grad| of the largest weight 760 = 3240
+    idle = dataclasses.replace(COST, activation_bytes_per_sample=0.0)
+    assert plan_peak_bytes(MEM, idle, _plan(importance_k=1)) == 3240
+
+
+def test_a_recomputed_stages_fixed_bytes_apply_as_measured_at_micro_batch_1_and_from_0_on_after() -> None:
+    # a's step: 3000 B/sample, and 1000 B less than that at micro-batch 1 (measured: the 1-D CNN's
+    # first convolution); plain step 6440 B/sample caps nothing. B = 1: a: 300 + 3000 − 1000 = 2300
+    # > b 300+500+700; B = 10: a: 3300·10, its negative fixed part no longer applies.
+    stages = (dataclasses.replace(STAGES[0], step_bytes=3000.0, step_fixed_bytes=-1000.0),
+              dataclasses.replace(STAGES[1], step_bytes=700.0), dataclasses.replace(STAGES[2], step_bytes=60.0))
+    cost = dataclasses.replace(COST, stages=stages, backward_transient_bytes_per_sample=5000.0)
+    one = TrainPlan(0, 0, micro_batch=1, techniques=Techniques(checkpointing=True))
+    assert plan_peak_bytes(MEM, cost, one) == 1240 + 2480 + 2300
+    assert plan_peak_bytes(MEM, cost, _plan(checkpointing=True)) == 1240 + 2480 + 33000
 
 
 def test_progressive_stage_zero_has_an_auxiliary_head() -> None:
@@ -115,7 +191,13 @@ def test_measured_stages_add_up_to_the_whole_model(name: str) -> None:
 def test_frozen_stages_cost_their_forward_transient() -> None:
     stages = (dataclasses.replace(STAGES[0], transient_bytes=5000.0), *STAGES[1:])
     cost = dataclasses.replace(COST, stages=stages)
-    assert plan_peak_bytes(MEM, cost, _plan(train_stages=(2,))) == 1240 + 40 * 2 + 5000 * 10
+    # weights + c's momentum (no gradient during the forward) + a's transient 5000·10 (> b's 0 +
+    # the gathered batch 300·10)
+    assert plan_peak_bytes(MEM, cost, _plan(train_stages=(2,))) == 1240 + 40 + 5000 * 10
+    fixed = dataclasses.replace(cost, stages=(dataclasses.replace(stages[0], transient_fixed_bytes=-4000.0),
+                                              *STAGES[1:]))
+    one = TrainPlan(0, 0, micro_batch=1, techniques=Techniques(train_stages=(2,)))
+    assert plan_peak_bytes(MEM, fixed, one) == 1240 + 40 + 1000  # micro-batch 1: 5000 − 4000 as measured
 
 
 def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
@@ -129,9 +211,15 @@ def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
 
 
 def test_backward_buffers_are_charged_when_backward_reaches_the_first_stage() -> None:
+    # plain: + 50·10. Partial and pruning gather a stage's dense gradients (800) beside the saved
+    # activations, not beside the step's buffers at their peak: max(800 + 14400, 1490·10) = 15200,
+    # as without buffers; with 500 B of buffers the step's peak 19400 is the larger
     with_buffers = dataclasses.replace(COST, backward_transient_bytes_per_sample=50.0)
-    for techniques in ({}, {"keep_fraction": 0.5}, {"sparsity": 0.9}):
-        plain = plan_peak_bytes(MEM, COST, _plan(**techniques))
-        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plain + 50 * 10
+    assert plan_peak_bytes(MEM, with_buffers, _plan()) == plan_peak_bytes(MEM, COST, _plan()) + 50 * 10
+    roomy = dataclasses.replace(COST, backward_transient_bytes_per_sample=500.0)
+    for techniques in ({"keep_fraction": 0.5}, {"sparsity": 0.9}):
+        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques))
+        assert plan_peak_bytes(MEM, roomy, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques)) \
+            - 800 - 14400 + 19400
     head_only = _plan(train_stages=(2,))
     assert plan_peak_bytes(MEM, with_buffers, head_only) == plan_peak_bytes(MEM, COST, head_only)

@@ -34,12 +34,14 @@ def _peak(t: Techniques, micro: int) -> int:
 
 
 def _hand_batch(t: Techniques, free: int) -> int:
-    """From the predicted costs, affine from one sample on (a checkpointed plan's phases carry their
-    own fixed bytes, so the line need not pass through the peak at 0 samples): per sample =
-    peak(2) − peak(1), fixed = peak(1) − per sample."""
-    per_sample = _peak(t, 2) - _peak(t, 1)
-    fixed = _peak(t, 1) - per_sample
-    return (free - fixed) // per_sample
+    """The largest micro-batch whose predicted peak fits ``free``, by counting up from one sample:
+    a technique's peak is piecewise affine, not one line (pruning's start, where the trainer
+    builds the pruned state, is flat in the batch; partial training's gradient gathering sits
+    beside the saved activations up to a batch, beside the step's peak beyond it)."""
+    micro = 0
+    while _peak(t, micro + 1) <= free:
+        micro += 1
+    return micro
 
 
 def _free_between(t: Techniques, k: int) -> int:

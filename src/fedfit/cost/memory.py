@@ -11,8 +11,9 @@ per-sample and fixed step terms are measured on the real module with the tensor 
 :func:`fedfit.cost.profile.measure`), so they count what autograd actually holds at the peak:
 saved activations not yet freed, gradient buffers in flight, the gathered batch. Against
 fedfit's own trainer measured the same way (``bench/memory_model.py``) the prediction is within
-10% for every zoo model at micro-batches 1-128 (within 2% from micro-batch 16 on; worst +8.8%,
-MobileNetV2 at micro-batch 1, where the fitted fixed term clamps at 0). The workspace is the runtime's memory outside
+10% for every zoo model at micro-batches 1-128 (within 2% from micro-batch 16 on); at micro-batch 1
+it is the measured step itself (where the fixed term fitted through 1 and 33 would be negative it
+is clamped at 0 for larger batches, and the shortfall is taken off at 1). The workspace is the runtime's memory outside
 the tensor allocator (allocator slack, interpreter, the shuffle order of 8 B per local sample).
 
 A task whose peak exceeds the device's free memory at that virtual moment crashes out of memory.
@@ -25,6 +26,14 @@ from dataclasses import dataclass
 
 from fedfit.cost.profile import ModelCost
 from fedfit.types import DeviceProfile
+
+
+def step_activation_bytes(cost: ModelCost, micro_batch: int) -> float:
+    """What a plain step holds beyond weights and gradients at ``micro_batch``: per sample ×
+    batch + fixed, at micro-batch 1 as measured there (less the shortfall, when the fitted
+    fixed term was clamped)."""
+    shortfall = cost.one_sample_shortfall_bytes if micro_batch == 1 else 0.0
+    return cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes - shortfall
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +79,7 @@ class MemoryModel:
             micro_batch: samples per forward/backward pass (≥1).
             trainable_fraction: share of parameters that get gradients and optimiser state.
         """
-        activations = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
+        activations = step_activation_bytes(cost, micro_batch)
         return int(self.resident_bytes(cost, trainable_fraction) + max(activations, self.step_bytes(cost)))
 
     def max_micro_batch(self, cost: ModelCost, free_bytes: int, cap: int = 4096) -> int:

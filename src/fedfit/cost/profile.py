@@ -48,6 +48,13 @@ class ModelCost:
         stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured.
         largest_param_bytes: bytes of the largest parameter tensor (what an optimiser step's
             temporaries copy at most at once).
+        param_tensors: (elements, dimensions) of each parameter tensor: what partial training's
+            and pruning's gradient gathering holds for one tensor at a time (its dense gradient,
+            the int64 index of its kept elements, the gathered values); empty when not known.
+        one_sample_shortfall_bytes: how much less than ``peak_bytes_per_sample +
+            activation_fixed_bytes`` the measured step holds at micro-batch 1, where the fixed
+            term fitted through micro-batches 1 and 33 would be negative and is clamped at 0 for
+            every larger batch (a half-width 1-D CNN, MobileNetV2); 0 when it is not.
         memory_error: the memory model's measured under-prediction of a training step's peak
             at held-out micro-batches (``HELD_OUT_BATCHES``), as a share of the measured peak;
             0 when it over-predicts there. The batch policy's default safety margin.
@@ -63,6 +70,8 @@ class ModelCost:
     stages: tuple[StageCost, ...] = ()
     largest_param_bytes: int = 0
     memory_error: float = 0.0
+    param_tensors: tuple[tuple[int, int], ...] = ()
+    one_sample_shortfall_bytes: float = 0.0
 
     @property
     def peak_bytes_per_sample(self) -> float:
@@ -118,7 +127,8 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
     small, large = (step_peak_bytes(model, spec.input_shape, spec.num_classes, b) for b in STEP_BATCHES)
     per_sample = (large - small) / (hi - lo)
     gradients = num_params * BYTES_PER_FLOAT
-    fixed = max(0.0, small - per_sample * lo - gradients)
+    raw_fixed = small - per_sample * lo - gradients  # negative when micro-batch 1 holds less than the line
+    fixed = max(0.0, raw_fixed)
     return ModelCost(
         num_params=num_params,
         param_bytes=num_params * BYTES_PER_FLOAT,
@@ -130,6 +140,8 @@ def measure(spec: ModelSpec, width: float | None = None) -> ModelCost:
         stages=_stage_costs(model, spec),
         largest_param_bytes=max((p.numel() for p in model.parameters()), default=0) * BYTES_PER_FLOAT,
         memory_error=_held_out_error(model, spec, gradients + fixed, per_sample),
+        param_tensors=tuple((p.numel(), p.dim()) for p in model.parameters()),
+        one_sample_shortfall_bytes=fixed - raw_fixed,
     )
 
 

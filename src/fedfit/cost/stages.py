@@ -4,13 +4,14 @@ The memory and time formulas of the techniques (:mod:`fedfit.cost.techniques`) n
 stage: checkpointing keeps only stage inputs and recomputes one stage at a time in backward,
 freezing drops the backward of early stages, split learning sends the cut stage's output.
 Measured like :mod:`fedfit.cost.profile`: FLOPs by ``FlopCounterMode``, saved bytes by
-saved-tensor hooks, a stage's own training-step peak by the tensor allocator
+saved-tensor hooks, a stage's own training-step peak and its gradient-free forward by the tensor allocator
 (:func:`fedfit.cost.allocator.peak_live_bytes`), on the real module.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +20,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
 from fedfit.cost.allocator import peak_live_bytes
@@ -48,7 +47,8 @@ class StageCost:
         isolated_bytes: bytes the stage saves when run alone (its input included if it saves it).
         saves_input: whether the stage saves its own input for backward.
         transient_bytes: live bytes per sample while the stage runs forward without autograd
-            (its input plus its largest operator's input and output): all a frozen stage costs.
+            (its input plus the tensor allocator's peak growth: its intermediates and output):
+            all a frozen stage costs.
         step_bytes: peak live bytes per sample of the stage's own forward and backward run
             alone, its input excluded, measured with the tensor allocator as a checkpointed
             recomputation holds it: its saved activations plus the backward's gradient buffers
@@ -57,7 +57,11 @@ class StageCost:
             backward holds beside the checkpointed inputs; 0 when not measured.
         step_fixed_bytes: the batch-independent part of that step's peak beyond the stage's
             parameter gradients (micro-batch 1's peak less one sample's; a residual block's step
-            peaks as high at 1 as at 2); 0 when not measured.
+            peaks as high at 1 as at 2); negative when micro-batch 1's peak is below the slope,
+            which then applies at micro-batch 1 only (:func:`fedfit.cost.techniques.phase_fixed`);
+            0 when not measured.
+        transient_fixed_bytes: the batch-independent part of the gradient-free forward's live
+            bytes (micro-batch 1's less one ``transient_bytes``), applied as ``step_fixed_bytes``.
     """
 
     name: str
@@ -73,6 +77,7 @@ class StageCost:
     transient_bytes: float = 0.0
     step_bytes: float = 0.0
     step_fixed_bytes: float = 0.0
+    transient_fixed_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
@@ -133,25 +138,8 @@ def _isolated(model: nn.Module, stage: Stage, x: torch.Tensor, grad_input: bool,
     return sum(seen.values()), x.untyped_storage().data_ptr() in seen
 
 
-class _OutputBytes(TorchDispatchMode):
-    """Records the bytes of every operator output that is not a view of a parameter."""
-
-    def __init__(self, param_ptrs: set[int]) -> None:
-        super().__init__()
-        self.sizes: list[int] = [0]
-        self.param_ptrs = param_ptrs
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.param_ptrs:
-                self.sizes.append(t.numel() * t.element_size())
-        return out
-
-
-#: FLOP and byte counting are dispatch modes, whose first dispatch would import torch._dynamo.
+#: FLOP counting is a dispatch mode, whose first dispatch would import torch._dynamo.
 spare_dynamo_import()
-spare_dynamo_import(_OutputBytes.__torch_dispatch__)
 
 
 class _OutputGradient(torch.autograd.Function):
@@ -180,7 +168,9 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     they drop out (a stage whose weights outweigh ten samples' activations is under-counted: its
     saved bytes bound it). The slope is not taken from micro-batch 1, where a residual block's
     step peaks as high as at 2: that goes into the fixed part, micro-batch 1's peak less one
-    sample's and less the stage's parameter gradients (resident state, charged apart)."""
+    sample's and less the stage's parameter gradients (resident state, charged apart); negative
+    when micro-batch 1's step holds less than one slope (the 1-D CNN's first convolution, whose
+    unfolded input at micro-batch 1 is smaller than a sample's share at 2 and 10)."""
     def step(x: torch.Tensor, shape: torch.Size) -> None:
         if last:
             end = nn.functional.cross_entropy(stage.forward(model, x), torch.zeros(len(x), dtype=torch.long),
@@ -201,15 +191,31 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     model.zero_grad(set_to_none=True)
     per_sample = (peaks[10] - peaks[2]) / 8
     grads = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if stage.owns(n))
-    return per_sample, max(0.0, peaks[1] - per_sample - grads)
+    return per_sample, peaks[1] - per_sample - grads
 
 
-@torch.no_grad()
-def _transient(model: nn.Module, stage: Stage, x: torch.Tensor) -> float:
-    """Per-sample live bytes of a gradient-free forward: input + 2 × the largest operator output."""
-    with _OutputBytes({p.untyped_storage().data_ptr() for p in model.parameters()}) as rec:
-        stage.forward(model, x)
-    return (x.numel() * x.element_size() + 2 * max(rec.sizes)) / len(x)
+def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float]:
+    """(per sample, fixed) live bytes of a frozen forward of ``stage`` (grad mode on, as the trainer
+    runs it: a recurrent kernel keeps its training workspace), its parameters frozen: its input plus the
+    allocator's peak growth while it runs (every intermediate the stage's code keeps referenced,
+    kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed
+    part is micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as
+    the 1-D CNN's unfolded convolution input)."""
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return stage.forward(model, x)
+
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    for p in trainable:  # frozen as the trainer freezes it: grad mode on, no parameter needs a gradient
+        p.requires_grad_(False)
+    try:
+        forward(xs[2])  # warm-up: lazily initialised kernel state is not the stage's
+        peaks = {b: peak_live_bytes(functools.partial(forward, xs[b])) for b in (1, 2, 10)}
+    finally:
+        for p in trainable:
+            p.requires_grad_(True)
+    x = xs[2]
+    per_sample = x[0].numel() * x.element_size() + (peaks[10] - peaks[2]) / 8
+    return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample
 
 
 def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
@@ -269,9 +275,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
         step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
+        transient, transient_fixed = _transient(model, stage, xs1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
-                                      transient_bytes=_transient(model, stage, xs1[9]), step_bytes=step,
-                                      step_fixed_bytes=step_fixed)
+                                      transient_bytes=transient, transient_fixed_bytes=transient_fixed,
+                                      step_bytes=step, step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)

@@ -14,7 +14,7 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
 - selective (train set T, first trained stage f): gradients and optimiser state only for T;
   no activations before f: ``P + P_T(g+s) + B·max(T_<f, S_f + Σ_{i>f} A_i)`` (``S_f``: what
   stage f saves run alone; ``T_<f``: the largest gradient-free forward transient of a frozen
-  stage, its input plus its largest operator's input and output); no backward before f.
+  stage, its input plus the tensor allocator's peak growth while it runs); no backward before f.
 - checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): stages
   ≥ f except the last keep only their inputs and are recomputed one at a time in backward, so
   activations peak at ``B · max(ΣI + I_{n-1} + R_{n-1}, max_i(Σ_{j≤i} I_j + R_i))`` over the
@@ -25,13 +25,20 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   forward, which on a residual block peaks above its backward), at least what it saves, and
   never more per sample than the measured plain step; the whole model's ``T`` is not charged on
   top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
-- QAT: a fake-quantised copy of every weight lives through backward (``+P``); ~6 FLOPs per
-  weight per step and per activation element per sample.
+- QAT: a fake-quantised copy of every weight lives until its stage's backward; backward at
+  stage j also holds, per sample, the quantised stage outputs saved beside the originals
+  before j and stage j's own measured step (under checkpointing ``+P`` whole); the forward
+  that makes them holds, at stage i, the copies so far, two more temporaries of its largest
+  weight's size, the activations saved before it and its input; ~6 FLOPs per weight per step
+  and per activation element per sample.
+- importance: the probe holds every gradient, then ``|grad|`` of each tensor in turn.
 - partial (keep fraction k): dense weights and a 1-byte mask stay; values, gradients and
-  optimiser state are held for the ``kN`` active elements only, plus one dense gradient
-  tensor at a time (the largest).
-- pruning (sparsity σ): the device stores the ``(1-σ)N`` surviving weights and a bitmap,
-  materialising one dense layer at a time; trains the survivors like partial training.
+  optimiser state are held for the ``kN`` active elements only, plus the gathering of one
+  dense gradient at a time (it, the int64 index of its kept elements, the gathered values);
+  at the end the trained state is copied out beside them.
+- pruning (sparsity σ): fedfit's trainer keeps the pruned weights dense and trains the
+  ``(1-σ)N`` survivors like partial training; before that it builds the pruned state tensor by
+  tensor (the tensors made so far, and a zero tensor and the result for the one being made).
 - progressive (stage k): stages ≤ k resident, stage k and an auxiliary head ``H_k`` trained;
   frozen earlier stages cost their forward transients.
 - split (cut c): the device holds stages < c; the edge server computes the rest; activations
@@ -43,7 +50,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from fedfit.cost.memory import MemoryModel
+from fedfit.cost.masked import largest_param_bytes, masked_peak
+from fedfit.cost.memory import MemoryModel, step_activation_bytes
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost
 from fedfit.types import Techniques, TrainPlan
@@ -73,9 +81,15 @@ def _aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
     return 0 if k == len(stages) - 1 else int(stages[k].output_bytes // BYTES_PER_FLOAT) * classes + classes
 
 
-def _frozen_forward(stages: tuple[StageCost, ...]) -> float:
-    """Per-sample peak of running frozen ``stages`` forward (nothing saved, transients only)."""
-    return max((s.transient_bytes for s in stages), default=0.0)
+def _frozen_forward(stages: tuple[StageCost, ...], micro_batch: int) -> float:
+    """Peak of running frozen ``stages`` forward (nothing saved, transients only: each stage's
+    input and what it allocates, beside the gathered micro-batch the trainer still holds); none
+    at micro-batch 0 (the optimiser step's phase)."""
+    if micro_batch == 0 or not stages:
+        return 0.0
+    data = stages[0].input_bytes * micro_batch
+    return max(s.transient_bytes * micro_batch + phase_fixed(s.transient_fixed_bytes, micro_batch) + (data if i else 0.0)
+               for i, s in enumerate(stages))
 
 
 def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float, float]]:
@@ -99,18 +113,23 @@ def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float,
     return [(last, tail.step_fixed_bytes), *recompute]
 
 
+def phase_fixed(fixed: float, micro_batch: int) -> float:
+    """A phase's fixed bytes at ``micro_batch``: as measured at micro-batch 1 (its step's peak
+    there less one slope: negative when that step holds less than the slope through 2 and 10),
+    never below 0 from micro-batch 2 on, where the line through 2 and 10 holds."""
+    return fixed if micro_batch == 1 else max(0.0, fixed)
+
+
 def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
     """Activation bytes at the backward's peak beyond the plain step's fixed term (which
     :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
-    (dropping or recomputing saved tensors holds no more than it), at least the frozen stages'
-    forward; none at micro-batch 0 (the optimiser step's phase). Negative when checkpointing's
+    (dropping or recomputing saved tensors holds no more than it); none at micro-batch 0 (the optimiser step's phase). Negative when checkpointing's
     phases hold less than the plain step's fixed term."""
     if micro_batch == 0:
         return 0.0
-    plain = cost.peak_bytes_per_sample * micro_batch + cost.activation_fixed_bytes
-    trained = min(max(a * micro_batch + c for a, c in _trained_phases(t, cost, f)), plain)
-    if f > 0:  # frozen stages run forward first
-        trained = max(trained, _frozen_forward(cost.stages[:f]) * micro_batch + cost.activation_fixed_bytes)
+    plain = step_activation_bytes(cost, micro_batch)
+    phases = _trained_phases(t, cost, f)
+    trained = min(max(a * micro_batch + phase_fixed(c, micro_batch) for a, c in phases), plain)
     return trained - cost.activation_fixed_bytes
 
 
@@ -124,12 +143,48 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
     f = _first(t, st)
     peak = cost.param_bytes + trained * _state(memory) + _activations(t, cost, f, plan.micro_batch)
+    if f > 0:  # frozen stages run forward first: no gradients yet (but from a second accumulated micro-batch)
+        grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
+        frozen = _frozen_forward(st[:f], plan.micro_batch) - cost.activation_fixed_bytes
+        peak = max(peak, cost.param_bytes + trained * (memory.optimizer_slots + grads) + frozen)
     if t.qat_bits is not None:
-        peak += cost.param_bytes
-    if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet
+        backward = peak + cost.param_bytes if t.checkpointing else max(peak, _qat_backward(memory, cost, plan, f))
+        peak = max(backward, _qat_forward(memory, cost, plan, trained))
+    if t.importance_k is not None:  # the probe: every gradient, no optimiser state yet; then |grad| of each
         probe = cost.param_bytes * (1 + memory.gradient_copies)
-        peak = max(peak, probe + cost.activation_bytes_per_sample * plan.micro_batch)
+        peak = max(peak, probe + cost.peak_bytes_per_sample * plan.micro_batch,
+                   probe + largest_param_bytes(cost) - cost.activation_fixed_bytes)
     return peak
+
+
+def _qat_backward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, f: int) -> float:
+    """QAT's backward, stage by stage (j from the last): the weights, every trained gradient and
+    optimiser state, the quantised weight copies of stages f..j (a stage's copy is freed once its
+    backward is done), and per sample the activations saved by stages f..j−1 together with the
+    fake-quantised outputs the next stage saved in their place (a stage output's quantised copy
+    is a tensor of its own beside the original), stage j's input and its own measured step
+    (:attr:`StageCost.recompute_bytes`: its saved bytes and backward buffers)."""
+    st, b = cost.stages, plan.micro_batch
+    trained = sum(st[i].param_bytes for i in trained_stages(plan.techniques, st))
+    phases = [sum(s.param_bytes for s in st[f:j + 1])
+              + b * (sum(s.activation_bytes + s.output_bytes for s in st[f:j]) + st[j].input_bytes
+                     + st[j].recompute_bytes) + phase_fixed(st[j].step_fixed_bytes, b)
+              for j in range(f, len(st))]
+    return cost.param_bytes + trained * _state(memory) + max(phases, default=0.0) - cost.activation_fixed_bytes
+
+
+def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained: float) -> float:
+    """QAT's forward: the fake-quantised copies are made stage by stage, each weight's through
+    two more weight-sized temporaries (``w/s`` rounded and clamped, ``q − w``: measured with the
+    tensor allocator), beside the weights, the optimiser state, the copies made so far and the
+    activations saved before that stage plus its input (the largest over the stages); gradients
+    exist only from a second accumulated micro-batch on."""
+    st, b = cost.stages, plan.micro_batch
+    grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
+    resident = cost.param_bytes + trained * (memory.optimizer_slots + grads)
+    stage = max(sum(s.param_bytes for s in st[: i + 1]) + 2 * st[i].largest_param * BYTES_PER_FLOAT
+                + b * (sum(s.activation_bytes for s in st[:i]) + st[i].input_bytes) for i in range(len(st)))
+    return resident + stage - cost.activation_fixed_bytes
 
 
 def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
@@ -142,27 +197,13 @@ def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
     return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
 
 
-def _masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
-    t, st = plan.techniques, cost.stages
-    largest = max(s.largest_param for s in st) * BYTES_PER_FLOAT
-    if t.keep_fraction is not None:
-        kept = t.keep_fraction
-        resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
-    else:
-        kept = 1.0 - (t.sparsity or 0.0)
-        resident = cost.param_bytes * kept + cost.num_params / 8 + largest  # values + bitmap + a dense layer
-    active = cost.param_bytes * kept
-    per_sample = cost.peak_bytes_per_sample
-    return resident + active * (1 + _state(memory)) + largest + per_sample * plan.micro_batch
-
-
 def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
     k, st = plan.techniques.progressive_stage or 0, cost.stages
     head = _aux_head_params(st, k) * BYTES_PER_FLOAT
     resident = sum(s.param_bytes for s in st[: k + 1]) + head
     trained = st[k].param_bytes + head
-    per_sample = max(_frozen_forward(st[:k]), st[k].isolated_bytes + (st[k].output_bytes if head else 0.0))
-    return resident + trained * _state(memory) + per_sample * plan.micro_batch
+    own = (st[k].isolated_bytes + (st[k].output_bytes if head else 0.0)) * plan.micro_batch
+    return resident + trained * _state(memory) + max(_frozen_forward(st[:k], plan.micro_batch), own)
 
 
 def _split_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
@@ -209,7 +250,7 @@ def max_plan_micro_batch(memory: MemoryModel, cost: ModelCost, techniques: Techn
 def _body(t: Techniques) -> Callable[[MemoryModel, ModelCost, TrainPlan], float]:
     """The peak formula of the technique that redefines what the device holds (or the layered one)."""
     if t.keep_fraction is not None or t.sparsity is not None:
-        return _masked_peak
+        return masked_peak
     if t.progressive_stage is not None:
         return _progressive_peak
     if t.split_cut is not None:

@@ -1,0 +1,62 @@
+"""Peak memory of partial-parameter training and pruning as fedfit's trainer runs them
+(:mod:`fedfit.training.partial`, :mod:`fedfit.training.pruning`): pure arithmetic on the measured
+costs, used by :func:`fedfit.cost.techniques.plan_peak_bytes`. Each phase was read off the tensor
+allocator's timeline of the trainer's step (``bench/memory_model.py --technique partial,pruning``).
+"""
+
+from __future__ import annotations
+
+from fedfit.cost.memory import MemoryModel
+from fedfit.cost.profile import ModelCost
+from fedfit.cost.stages import BYTES_PER_FLOAT
+from fedfit.types import TrainPlan
+
+
+def largest_param_bytes(cost: ModelCost) -> int:
+    """Bytes of the largest parameter tensor (from the stages when the cost does not say)."""
+    return max([cost.largest_param_bytes, *(s.largest_param * BYTES_PER_FLOAT for s in cost.stages)])
+
+
+def _gather_bytes(cost: ModelCost, kept: float) -> float:
+    """Largest transient of gathering dense gradients into their compact tensors: a stage's dense
+    gradients (its backward computes them together: an LSTM's four at once) and the int64 index of
+    one tensor's kept elements (``nonzero`` of the mask: 8 B per kept element and dimension; the
+    gathered values are the compact gradient, charged apart)."""
+    dense = max(s.param_bytes for s in cost.stages)
+    return dense + max((n * kept * 8 * dims for n, dims in cost.param_tensors), default=0.0)
+
+
+def _pruned_state_bytes(cost: ModelCost) -> float:
+    """What building the pruned state holds beyond the weights and masks: the pruned tensors made
+    so far, and for the one being made a zero tensor and the result (tensor by tensor, in the
+    model's order); at least the whole pruned state before it is loaded."""
+    if not cost.param_tensors:
+        return float(cost.param_bytes + largest_param_bytes(cost))
+    made, peak = 0, cost.param_bytes
+    for n, _ in cost.param_tensors:
+        peak = max(peak, made + 2 * n * BYTES_PER_FLOAT)
+        made += n * BYTES_PER_FLOAT
+    return float(peak)
+
+
+def masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
+    """Partial training and pruning as fedfit's trainer runs them (:mod:`fedfit.training.partial`):
+    the dense weights and a 1-byte mask per element stay; the ``kN`` active elements live in
+    compact tensors with their gradients and optimiser state; backward gathers one dense
+    gradient at a time, beside the saved activations still alive (or the step's own per-sample
+    peak, when larger). The largest of three phases (measured with the tensor allocator):
+    backward; the end, where the trained state is copied out beside the compact tensors; and
+    for pruning the start, where the pruned weights are built as a whole new state (each
+    tensor beside a zero tensor of its size) before they are loaded."""
+    t = plan.techniques
+    kept = t.keep_fraction if t.keep_fraction is not None else 1.0 - (t.sparsity or 0.0)
+    resident = float(cost.param_bytes + cost.num_params)  # dense weights + 1-byte mask
+    active = cost.param_bytes * kept
+    # a dense gradient is gathered when its layer's backward ends: beside the saved activations
+    # still alive then (at most all), not beside the step's backward buffers at their peak
+    activations = max(_gather_bytes(cost, kept) + cost.activation_bytes_per_sample * plan.micro_batch,
+                      cost.peak_bytes_per_sample * plan.micro_batch)
+    backward = resident + active * (1 + memory.gradient_copies + memory.optimizer_slots) + activations
+    end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
+    start = resident + _pruned_state_bytes(cost) if t.sparsity is not None else 0.0
+    return max(backward, end - cost.activation_fixed_bytes, start - cost.activation_fixed_bytes)
