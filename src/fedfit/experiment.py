@@ -253,29 +253,36 @@ def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[Devic
     return WidthPlanner(base, policy, costs, memory, examples, config.seed)
 
 
+def cost_inputs(config: ExperimentConfig,
+                spec: ModelSpec) -> tuple[OptimizerConfig, Callable[[float], ModelCost], MemoryModel]:
+    """The run's optimiser, its model's measured costs per width, and the memory model over them."""
+    t = config.training
+    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
+                                local_dp=local_dp(config))
+    costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
+    costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
+    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
+                         step_temporaries=optimizer.step_temporaries)
+    return optimizer, costs, memory
+
+
 def build(config: ExperimentConfig, sources: UserSources | None = None) -> Experiment:
     """Build every object of an experiment from its config (and the user's model and data).
 
     Raises:
         ConfigError / DataError: the config names something that does not exist.
     """
-    t = config.training
     profiles = fleet_profiles(config)
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     own = user_data(config, sources)
     data = own if own is not None else build_federated_data(**dict(recipe_data))
     spec = model_spec(config, data, sources)
-    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
-                                local_dp=local_dp(config))
+    optimizer, costs, memory = cost_inputs(config, spec)
     recipe = WorkloadRecipe(spec, recipe_data, config.seed, optimizer, attack=attack_spec(config, profiles),
                             stream=stream_spec(config, profiles), data=own)
     workload = Workload(recipe, data)
     initial = initial_params(config, spec)
-    costs: Callable[[float], ModelCost] = functools.partial(measure, spec)
-    costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
     executor = _executor(config, recipe, workload)
-    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
-                         step_temporaries=optimizer.step_temporaries)
     num_examples = [len(d) for d in data.train]
     traces = fleet_traces(config, profiles)
     states = [tr.state_at(0.0) for tr in traces] if config.auto.enabled else []

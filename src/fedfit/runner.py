@@ -19,7 +19,6 @@ by ``resume``. ``on_phase`` names each step as it completes (``config``, ``round
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -34,11 +33,8 @@ from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.errors import CheckpointError, ConfigError, RunStopped
 from fedfit.autoconfig import label_counts
 from fedfit.autoconfig import resolve as resolve_auto
-from fedfit.cost import MemoryModel, ModelCost, measure
-from fedfit.cost.dp_memory import per_sample_gradient_costs
 from fedfit.data import build_federated_data
-from fedfit.experiment import Experiment, built, data_kwargs, fleet_profiles, fleet_traces
-from fedfit.security.builders import local_dp
+from fedfit.experiment import Experiment, built, cost_inputs, data_kwargs, fleet_profiles, fleet_traces
 from fedfit.sources import UserSources, model_spec, user_data
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
@@ -53,7 +49,7 @@ from fedfit.report.stream import with_stream_metrics
 from fedfit.simulation import checkpoint, planner_state
 from fedfit.simulation.checkpoint import Checkpoint, config_digest
 from fedfit.simulation.threads import driver_threads, pinned
-from fedfit.training import OptimizerConfig, evaluate
+from fedfit.training import evaluate
 from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.types import Params, RoundReport
 
@@ -174,13 +170,7 @@ def resolved_rounds(config: ExperimentConfig, sources: UserSources | None = None
     profiles = fleet_profiles(config)
     own = user_data(config, sources)
     data = own if own is not None else build_federated_data(**data_kwargs(config))
-    t = config.training
-    optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu,
-                                local_dp=local_dp(config))
-    costs: Callable[[float], ModelCost] = functools.partial(measure, model_spec(config, data, sources))
-    costs = per_sample_gradient_costs(costs) if config.privacy.local.enabled else costs
-    memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
-                         step_temporaries=optimizer.step_temporaries)
+    _, costs, memory = cost_inputs(config, model_spec(config, data, sources))
     states = [trace.state_at(0.0) for trace in fleet_traces(config, profiles)]
     resolved, _ = resolve_auto(config, profiles, states, [len(d) for d in data.train], costs, memory,
                                label_counts(data))
