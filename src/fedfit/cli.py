@@ -25,7 +25,7 @@ from fedfit.config import ExperimentConfig, default_scenario, load_config, with_
 from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE, catalogue
 from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
-from fedfit.runner import OnRound, OnStart, RunResult, resumable, resume, run
+from fedfit.runner import OnRound, OnStart, RunResult, resolved_rounds, resumable, resume, run
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import atomic, plot_accuracy
@@ -148,7 +148,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     run_dir = Path(args.run_dir)
     config, saved = resumable(run_dir, args.rounds)
-    done, total = saved.rounds_done, config.orchestration.rounds
+    done, total = saved.rounds_done, resolved_rounds(config)  # an async auto run counts versions
     if done < total:
         console.print(f"resuming {run_dir} after round {done} of {total}")
     else:
