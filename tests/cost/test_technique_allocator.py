@@ -47,3 +47,13 @@ def test_checkpointed_1d_cnn_at_micro_batch_1_within_10_percent() -> None:
     measured = trainer_peak_bytes(spec, 1, techniques=techniques)
     predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
     assert predicted == pytest.approx(measured, rel=0.10)
+
+
+def test_pruned_lstm_at_micro_batch_1_within_10_percent() -> None:
+    # its peak is in the last LSTM layer's backward (dense gradients and the layer's workspace
+    # beside the earlier stages' activations), before any gathering: was under-predicted by 11%
+    spec = ModelSpec("lstm", (1, 28, 28), 10)
+    techniques = Techniques(sparsity=0.9)
+    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
+    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
+    assert predicted == pytest.approx(measured, rel=0.10)

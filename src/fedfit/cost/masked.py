@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
-from fedfit.cost.stages import BYTES_PER_FLOAT
+from fedfit.cost.stages import BYTES_PER_FLOAT, phase_fixed
 from fedfit.types import TrainPlan
 
 
@@ -24,6 +24,20 @@ def _gather_bytes(cost: ModelCost, kept: float) -> float:
     gathered values are the compact gradient, charged apart)."""
     dense = max(s.param_bytes for s in cost.stages)
     return dense + max((n * kept * 8 * dims for n, dims in cost.param_tensors), default=0.0)
+
+
+def _stage_backward_bytes(cost: ModelCost, micro_batch: int) -> float:
+    """Largest backward of one stage before its dense gradients are gathered, beyond the plain
+    step's fixed term: that stage's dense gradients, its input and its own measured step
+    (:attr:`StageCost.recompute_bytes`: an LSTM layer's backward workspace) beside the
+    activations saved by the stages before it (read off the allocator's timeline: the LSTM's
+    peak is in its last layer's backward, not at the first stage's activations); per sample
+    never more than the measured plain step, whose peak is the largest of these moments."""
+    b, st = micro_batch, cost.stages
+    return max(s.param_bytes + phase_fixed(s.step_fixed_bytes, b)
+               + b * min(sum(p.activation_bytes for p in st[:j]) + s.input_bytes + s.recompute_bytes,
+                         cost.peak_bytes_per_sample)
+               for j, s in enumerate(st)) - cost.activation_fixed_bytes
 
 
 def _pruned_state_bytes(cost: ModelCost) -> float:
@@ -55,7 +69,8 @@ def masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
     # a dense gradient is gathered when its layer's backward ends: beside the saved activations
     # still alive then (at most all), not beside the step's backward buffers at their peak
     activations = max(_gather_bytes(cost, kept) + cost.activation_bytes_per_sample * plan.micro_batch,
-                      cost.peak_bytes_per_sample * plan.micro_batch)
+                      cost.peak_bytes_per_sample * plan.micro_batch,
+                      _stage_backward_bytes(cost, plan.micro_batch) if plan.micro_batch else 0.0)
     backward = resident + active * (1 + memory.gradient_copies + memory.optimizer_slots) + activations
     end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
     start = resident + _pruned_state_bytes(cost) if t.sparsity is not None else 0.0

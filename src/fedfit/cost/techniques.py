@@ -53,7 +53,7 @@ from collections.abc import Callable
 from fedfit.cost.masked import largest_param_bytes, masked_peak
 from fedfit.cost.memory import MemoryModel, step_activation_bytes
 from fedfit.cost.profile import ModelCost
-from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost
+from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost, phase_fixed
 from fedfit.types import Techniques, TrainPlan
 
 #: FLOPs of one fake-quantisation (scale, round, clamp, rescale, straight-through add).
@@ -111,13 +111,6 @@ def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float,
     recompute = [(sum(kept[: j + 1]) + stages[f + j].recompute_bytes, stages[f + j].step_fixed_bytes)
                  for j in range(len(kept))]
     return [(last, tail.step_fixed_bytes), *recompute]
-
-
-def phase_fixed(fixed: float, micro_batch: int) -> float:
-    """A phase's fixed bytes at ``micro_batch``: as measured at micro-batch 1 (its step's peak
-    there less one slope: negative when that step holds less than the slope through 2 and 10),
-    never below 0 from micro-batch 2 on, where the line through 2 and 10 holds."""
-    return fixed if micro_batch == 1 else max(0.0, fixed)
 
 
 def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
