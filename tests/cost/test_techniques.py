@@ -139,12 +139,16 @@ def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_large
 
 
 def test_qat_backward_charges_each_stages_copy_until_its_backward_and_the_quantised_outputs() -> None:
-    # steps beyond the input (saved bytes less the input): a 700, b 400, c 40. Phases: a: 400 +
-    # 10·(300 + 700) = 10400; b: 1200 + 10·(1000 + 500 + 500 + 400) = 25200; c: 1240 + 10·(1400 +
-    # 600 + 100 + 40) = 22640 → 1240 + 1240 × (grad, momentum) + 25200 (> forward 20200)
-    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 1240 + 2480 + 25200
+    # steps beyond the input (saved bytes less the input): a 700, b 400, c 40. Phases (copies,
+    # gradients of the stages from j on, activations): a: 400 + 1240 + 10·(300 + 700) = 11640;
+    # b: 1200 + 840 + 10·(1000 + 500 + 500 + 400) = 26040; c: 1240 + 40 + 10·(1400 + 600 + 100 +
+    # 40) = 22680 → 1240 + 1240 momentum + 26040 (> forward 20200)
+    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 1240 + 1240 + 26040
     sgd = MemoryModel(workspace_bytes=0)
-    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 1240 + 1240 + 25200
+    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 1240 + 26040
+    # from a second accumulated micro-batch on every gradient exists: b: 1200 + 1240 + 24000
+    accumulated = dataclasses.replace(_plan(qat_bits=8), accumulation_steps=2)
+    assert plan_peak_bytes(sgd, COST, accumulated) == 1240 + 26440
 
 
 def test_importance_probe_holds_every_gradient_and_one_absolute_value() -> None:

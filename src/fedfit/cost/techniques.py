@@ -151,19 +151,29 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
 
 
 def _qat_backward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, f: int) -> float:
-    """QAT's backward, stage by stage (j from the last): the weights, every trained gradient and
-    optimiser state, the quantised weight copies of stages f..j (a stage's copy is freed once its
-    backward is done), and per sample the activations saved by stages f..j−1 together with the
-    fake-quantised outputs the next stage saved in their place (a stage output's quantised copy
-    is a tensor of its own beside the original), stage j's input and its own measured step
-    (:attr:`StageCost.recompute_bytes`: its saved bytes and backward buffers)."""
+    """QAT's backward, stage by stage (j from the last): the weights and optimiser state, the
+    gradients of the trained stages ≥ j (those before j are not computed yet: read off the
+    allocator's timeline, ResNet-20's peak is in its last block's backward; every trained one
+    from a second accumulated micro-batch on), the quantised weight copies of stages f..j (a
+    stage's copy is freed once its backward is done), and per sample the activations saved by
+    stages f..j−1 together with the fake-quantised outputs the next stage saved in their place
+    (a stage output's quantised copy is a tensor of its own beside the original), stage j's
+    input and its own measured step (:attr:`StageCost.recompute_bytes`: its saved bytes and
+    backward buffers)."""
     st, b = cost.stages, plan.micro_batch
-    trained = sum(st[i].param_bytes for i in trained_stages(plan.techniques, st))
-    phases = [sum(s.param_bytes for s in st[f:j + 1])
+    trained_set = trained_stages(plan.techniques, st)
+    trained = sum(st[i].param_bytes for i in trained_set)
+
+    def grads(j: int) -> float:
+        done = trained_set if plan.accumulation_steps > 1 else [i for i in trained_set if i >= j]
+        return memory.gradient_copies * sum(st[i].param_bytes for i in done)
+
+    phases = [sum(s.param_bytes for s in st[f:j + 1]) + grads(j)
               + b * (sum(s.activation_bytes + s.output_bytes for s in st[f:j]) + st[j].input_bytes
                      + st[j].recompute_bytes) + phase_fixed(st[j].step_fixed_bytes, b)
               for j in range(f, len(st))]
-    return cost.param_bytes + trained * _state(memory) + max(phases, default=0.0) - cost.activation_fixed_bytes
+    return (cost.param_bytes + trained * memory.optimizer_slots + max(phases, default=0.0)
+            - cost.activation_fixed_bytes)
 
 
 def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained: float) -> float:
