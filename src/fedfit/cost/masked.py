@@ -56,10 +56,10 @@ def _stage_backward_bytes(cost: ModelCost, micro_batch: int) -> float:
     peak is in its last layer's backward, not at the first stage's activations); per sample
     never more than the measured plain step, whose peak is the largest of these moments."""
     b, st = micro_batch, cost.stages
-    return max(s.param_bytes + phase_fixed(s.step_fixed_bytes, b)
+    return max((s.param_bytes + phase_fixed(s.step_fixed_bytes, b)
                + b * min(sum(p.activation_bytes for p in st[:j]) + s.input_bytes + s.recompute_bytes,
                          cost.peak_bytes_per_sample)
-               for j, s in enumerate(st)) - cost.activation_fixed_bytes
+               for j, s in enumerate(st)), default=0.0) - cost.activation_fixed_bytes
 
 
 def _pruned_state_bytes(cost: ModelCost) -> float:

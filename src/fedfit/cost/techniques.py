@@ -26,7 +26,7 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   never more per sample than the measured plain step; the whole model's ``T`` is not charged on
   top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
 - QAT: a fake-quantised copy of every weight lives until its stage's backward; backward at
-  stage j also holds, per sample, the quantised stage outputs saved beside the originals
+  stage j holds the gradients of stages ≥ j only and, per sample, the quantised stage outputs saved beside the originals
   before j and stage j's own measured step (under checkpointing ``+P`` whole); the forward
   that makes them holds, at stage i, the copies so far, two more temporaries of its largest
   weight's size, the activations saved before it and its input; ~6 FLOPs per weight per step
