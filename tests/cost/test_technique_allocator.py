@@ -47,3 +47,33 @@ def test_checkpointed_1d_cnn_at_micro_batch_1_within_10_percent() -> None:
     measured = trainer_peak_bytes(spec, 1, techniques=techniques)
     predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
     assert predicted == pytest.approx(measured, rel=0.10)
+
+
+def test_pruned_lstm_at_micro_batch_1_within_10_percent() -> None:
+    # its peak is in the last LSTM layer's backward (dense gradients and the layer's workspace
+    # beside the earlier stages' activations), before any gathering: was under-predicted by 11%
+    spec = ModelSpec("lstm", (1, 28, 28), 10)
+    techniques = Techniques(sparsity=0.9)
+    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
+    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
+    assert predicted == pytest.approx(measured, rel=0.10)
+
+
+def test_partial_resnet8_at_micro_batch_1_within_10_percent() -> None:
+    # its peak is the gather of the last block's largest weight, beside the activations of the
+    # blocks up to it and without the step's convolution workspace: was over-predicted by 24%
+    spec = ModelSpec("resnet8", (1, 28, 28), 10, norm="batch")
+    techniques = Techniques(keep_fraction=0.25)
+    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
+    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
+    assert predicted == pytest.approx(measured, rel=0.10)
+
+
+def test_qat_resnet20_at_micro_batch_1_within_10_percent() -> None:
+    # its peak is in the last block's backward, before the earlier blocks' gradients exist:
+    # charging every gradient there over-predicted by 23%
+    spec = ModelSpec("resnet20", (1, 28, 28), 10, norm="batch")
+    techniques = Techniques(qat_bits=8)
+    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
+    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
+    assert predicted == pytest.approx(measured, rel=0.10)

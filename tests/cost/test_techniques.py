@@ -112,15 +112,18 @@ def test_partial_peaks_at_the_end_copy_when_little_is_kept() -> None:
 
 
 def test_partial_gathers_each_dense_gradient_with_the_index_of_its_kept_elements() -> None:
-    # tensors (elements, dims): the gather holds b's dense gradients 200·4 and the largest int64
-    # index of kept elements, b's weight's 0.5·190·2·8 = 1520 (a's 0.5·90·4·8 = 1440): 2320 B,
-    # beside the saved activations 14400;
-    # with 500 B/sample of backward buffers the step's own peak (19400) is larger and replaces it
+    # tensors (elements, dims), split by the stages' parameter counts: the gather of stage b holds
+    # its dense gradients 200·4 and the int64 index of its largest tensor's kept elements
+    # 0.5·190·2·8 = 1520, beside the activations saved by a and b (1000 + 400)·10, those of c
+    # being freed: 16320 (a's: 400 + 0.5·90·4·8 + 10000 = 11840; c's: 40 + 64 + 14400 = 14504);
+    # with 500 B/sample of backward buffers, b's own backward before its gather is the larger:
+    # its dense gradients 800 beside a's activations 1000, its input 500 and its step 900 − 500,
+    # per sample (1900 ≤ the plain step's 1940): 800 + 19000
     tensors = ((90, 4), (10, 1), (190, 2), (10, 1), (8, 2), (2, 1))
     cost = dataclasses.replace(COST, param_tensors=tensors)
-    assert plan_peak_bytes(MEM, cost, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 2320 + 14400
+    assert plan_peak_bytes(MEM, cost, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 800 + 1520 + 14000
     buffers = dataclasses.replace(cost, backward_transient_bytes_per_sample=500.0)
-    assert plan_peak_bytes(MEM, buffers, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 1940 * 10
+    assert plan_peak_bytes(MEM, buffers, _plan(keep_fraction=0.5)) == 1550 + 620 * 3 + 800 + 1900 * 10
 
 
 def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_largest_weight() -> None:
@@ -136,12 +139,16 @@ def test_qat_forward_holds_the_quantised_copies_and_two_temporaries_of_the_large
 
 
 def test_qat_backward_charges_each_stages_copy_until_its_backward_and_the_quantised_outputs() -> None:
-    # steps beyond the input (saved bytes less the input): a 700, b 400, c 40. Phases: a: 400 +
-    # 10·(300 + 700) = 10400; b: 1200 + 10·(1000 + 500 + 500 + 400) = 25200; c: 1240 + 10·(1400 +
-    # 600 + 100 + 40) = 22640 → 1240 + 1240 × (grad, momentum) + 25200 (> forward 20200)
-    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 1240 + 2480 + 25200
+    # steps beyond the input (saved bytes less the input): a 700, b 400, c 40. Phases (copies,
+    # gradients of the stages from j on, activations): a: 400 + 1240 + 10·(300 + 700) = 11640;
+    # b: 1200 + 840 + 10·(1000 + 500 + 500 + 400) = 26040; c: 1240 + 40 + 10·(1400 + 600 + 100 +
+    # 40) = 22680 → 1240 + 1240 momentum + 26040 (> forward 20200)
+    assert plan_peak_bytes(MEM, COST, _plan(qat_bits=8)) == 1240 + 1240 + 26040
     sgd = MemoryModel(workspace_bytes=0)
-    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 1240 + 1240 + 25200
+    assert plan_peak_bytes(sgd, COST, _plan(qat_bits=8)) == 1240 + 26040
+    # from a second accumulated micro-batch on every gradient exists: b: 1200 + 1240 + 24000
+    accumulated = dataclasses.replace(_plan(qat_bits=8), accumulation_steps=2)
+    assert plan_peak_bytes(sgd, COST, accumulated) == 1240 + 26440
 
 
 def test_importance_probe_holds_every_gradient_and_one_absolute_value() -> None:
@@ -211,15 +218,16 @@ def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
 
 
 def test_backward_buffers_are_charged_when_backward_reaches_the_first_stage() -> None:
-    # plain: + 50·10. Partial and pruning gather a stage's dense gradients (800) beside the saved
-    # activations, not beside the step's buffers at their peak: max(800 + 14400, 1490·10) = 15200,
-    # as without buffers; with 500 B of buffers the step's peak 19400 is the larger
+    # plain: + 50·10. Partial and pruning hold a stage's dense gradients (b's 800) inside its own
+    # backward, before they are gathered: beside a's activations, b's input and b's step, 1900 B a
+    # sample, never more than the plain step's peak (1440 without buffers: 800 + 14400 = 15200;
+    # 1490 with 50 B of buffers: + 500; 1940 with 500 B: 1900, 800 + 19000)
     with_buffers = dataclasses.replace(COST, backward_transient_bytes_per_sample=50.0)
     assert plan_peak_bytes(MEM, with_buffers, _plan()) == plan_peak_bytes(MEM, COST, _plan()) + 50 * 10
     roomy = dataclasses.replace(COST, backward_transient_bytes_per_sample=500.0)
     for techniques in ({"keep_fraction": 0.5}, {"sparsity": 0.9}):
-        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques))
+        assert plan_peak_bytes(MEM, with_buffers, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques)) + 500
         assert plan_peak_bytes(MEM, roomy, _plan(**techniques)) == plan_peak_bytes(MEM, COST, _plan(**techniques)) \
-            - 800 - 14400 + 19400
+            - 800 - 14400 + 800 + 19000
     head_only = _plan(train_stages=(2,))
     assert plan_peak_bytes(MEM, with_buffers, head_only) == plan_peak_bytes(MEM, COST, head_only)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
-from fedfit.cost.stages import BYTES_PER_FLOAT
+from fedfit.cost.stages import BYTES_PER_FLOAT, phase_fixed
 from fedfit.types import TrainPlan
 
 
@@ -17,13 +17,49 @@ def largest_param_bytes(cost: ModelCost) -> int:
     return max([cost.largest_param_bytes, *(s.largest_param * BYTES_PER_FLOAT for s in cost.stages)])
 
 
-def _gather_bytes(cost: ModelCost, kept: float) -> float:
-    """Largest transient of gathering dense gradients into their compact tensors: a stage's dense
-    gradients (its backward computes them together: an LSTM's four at once) and the int64 index of
-    one tensor's kept elements (``nonzero`` of the mask: 8 B per kept element and dimension; the
-    gathered values are the compact gradient, charged apart)."""
-    dense = max(s.param_bytes for s in cost.stages)
-    return dense + max((n * kept * 8 * dims for n, dims in cost.param_tensors), default=0.0)
+def _gather_bytes(cost: ModelCost, kept: float, micro_batch: int) -> float:
+    """Largest moment of gathering a stage's dense gradients into their compact tensors, beyond
+    the plain step's fixed term (its workspace is gone then): the stage's dense gradients (its
+    backward computes them together: an LSTM's four at once), the int64 index of its largest
+    tensor's kept elements (``nonzero`` of the mask: 8 B per kept element and dimension) and
+    the activations saved by it and the stages before it (those after it are freed: read off
+    the allocator's timeline, ResNet-8's peak is its last block's largest weight's gather)."""
+    saved = peak = 0.0
+    for s, index in zip(cost.stages, _index_elements(cost), strict=True):
+        saved += s.activation_bytes * micro_batch
+        peak = max(peak, s.param_bytes + index * kept * 8 + min(saved, cost.activation_bytes_per_sample * micro_batch))
+    return peak - cost.activation_fixed_bytes
+
+
+def _index_elements(cost: ModelCost) -> list[int]:
+    """Per stage, the largest elements × dimensions of one of its parameter tensors (the tensors,
+    in the model's order, split by the stages' parameter counts); the model's largest for every
+    stage when the tensors do not split that way."""
+    whole = max((n * d for n, d in cost.param_tensors), default=0)
+    out, tensors = [], iter(cost.param_tensors)
+    for s in cost.stages:
+        left, largest = s.num_params, 0
+        while left > 0:
+            n, d = next(tensors, (left, 0))
+            left, largest = left - n, max(largest, n * d)
+        if left < 0:
+            return [whole] * len(cost.stages)
+        out.append(largest)
+    return out if next(tensors, None) is None else [whole] * len(cost.stages)
+
+
+def _stage_backward_bytes(cost: ModelCost, micro_batch: int) -> float:
+    """Largest backward of one stage before its dense gradients are gathered, beyond the plain
+    step's fixed term: that stage's dense gradients, its input and its own measured step
+    (:attr:`StageCost.recompute_bytes`: an LSTM layer's backward workspace) beside the
+    activations saved by the stages before it (read off the allocator's timeline: the LSTM's
+    peak is in its last layer's backward, not at the first stage's activations); per sample
+    never more than the measured plain step, whose peak is the largest of these moments."""
+    b, st = micro_batch, cost.stages
+    return max((s.param_bytes + phase_fixed(s.step_fixed_bytes, b)
+               + b * min(sum(p.activation_bytes for p in st[:j]) + s.input_bytes + s.recompute_bytes,
+                         cost.peak_bytes_per_sample)
+               for j, s in enumerate(st)), default=0.0) - cost.activation_fixed_bytes
 
 
 def _pruned_state_bytes(cost: ModelCost) -> float:
@@ -54,8 +90,9 @@ def masked_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
     active = cost.param_bytes * kept
     # a dense gradient is gathered when its layer's backward ends: beside the saved activations
     # still alive then (at most all), not beside the step's backward buffers at their peak
-    activations = max(_gather_bytes(cost, kept) + cost.activation_bytes_per_sample * plan.micro_batch,
-                      cost.peak_bytes_per_sample * plan.micro_batch)
+    activations = max(_gather_bytes(cost, kept, plan.micro_batch),
+                      cost.peak_bytes_per_sample * plan.micro_batch,
+                      _stage_backward_bytes(cost, plan.micro_batch) if plan.micro_batch else 0.0)
     backward = resident + active * (1 + memory.gradient_copies + memory.optimizer_slots) + activations
     end = resident + active * (1 + memory.optimizer_slots) + cost.param_bytes
     start = resident + _pruned_state_bytes(cost) if t.sparsity is not None else 0.0

@@ -58,7 +58,7 @@ class StageCost:
         step_fixed_bytes: the batch-independent part of that step's peak beyond the stage's
             parameter gradients (micro-batch 1's peak less one sample's; a residual block's step
             peaks as high at 1 as at 2); negative when micro-batch 1's peak is below the slope,
-            which then applies at micro-batch 1 only (:func:`fedfit.cost.techniques.phase_fixed`);
+            which then applies at micro-batch 1 only (:func:`phase_fixed`);
             0 when not measured.
         transient_fixed_bytes: the batch-independent part of the gradient-free forward's live
             bytes (micro-batch 1's less one ``transient_bytes``), applied as ``step_fixed_bytes``.
@@ -282,3 +282,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2
     return tuple(out)
+
+
+def phase_fixed(fixed: float, micro_batch: int) -> float:
+    """A phase's fixed bytes at ``micro_batch``: as measured at micro-batch 1 (its step's peak
+    there less one slope: negative when that step holds less than the slope through 2 and 10),
+    never below 0 from micro-batch 2 on, where the line through 2 and 10 holds."""
+    return fixed if micro_batch == 1 else max(0.0, fixed)

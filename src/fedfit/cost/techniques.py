@@ -26,7 +26,7 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
   never more per sample than the measured plain step; the whole model's ``T`` is not charged on
   top; FLOPs ``+ Σ_{f≤i<n-1} F_i``.
 - QAT: a fake-quantised copy of every weight lives until its stage's backward; backward at
-  stage j also holds, per sample, the quantised stage outputs saved beside the originals
+  stage j holds the gradients of stages ≥ j only and, per sample, the quantised stage outputs saved beside the originals
   before j and stage j's own measured step (under checkpointing ``+P`` whole); the forward
   that makes them holds, at stage i, the copies so far, two more temporaries of its largest
   weight's size, the activations saved before it and its input; ~6 FLOPs per weight per step
@@ -53,7 +53,7 @@ from collections.abc import Callable
 from fedfit.cost.masked import largest_param_bytes, masked_peak
 from fedfit.cost.memory import MemoryModel, step_activation_bytes
 from fedfit.cost.profile import ModelCost
-from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost
+from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost, phase_fixed
 from fedfit.types import Techniques, TrainPlan
 
 #: FLOPs of one fake-quantisation (scale, round, clamp, rescale, straight-through add).
@@ -113,13 +113,6 @@ def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float,
     return [(last, tail.step_fixed_bytes), *recompute]
 
 
-def phase_fixed(fixed: float, micro_batch: int) -> float:
-    """A phase's fixed bytes at ``micro_batch``: as measured at micro-batch 1 (its step's peak
-    there less one slope: negative when that step holds less than the slope through 2 and 10),
-    never below 0 from micro-batch 2 on, where the line through 2 and 10 holds."""
-    return fixed if micro_batch == 1 else max(0.0, fixed)
-
-
 def _activations(t: Techniques, cost: ModelCost, f: int, micro_batch: int) -> float:
     """Activation bytes at the backward's peak beyond the plain step's fixed term (which
     :func:`plan_peak_bytes` adds): the largest phase, never more than the measured plain step
@@ -158,19 +151,29 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
 
 
 def _qat_backward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, f: int) -> float:
-    """QAT's backward, stage by stage (j from the last): the weights, every trained gradient and
-    optimiser state, the quantised weight copies of stages f..j (a stage's copy is freed once its
-    backward is done), and per sample the activations saved by stages f..j−1 together with the
-    fake-quantised outputs the next stage saved in their place (a stage output's quantised copy
-    is a tensor of its own beside the original), stage j's input and its own measured step
-    (:attr:`StageCost.recompute_bytes`: its saved bytes and backward buffers)."""
+    """QAT's backward, stage by stage (j from the last): the weights and optimiser state, the
+    gradients of the trained stages ≥ j (those before j are not computed yet: read off the
+    allocator's timeline, ResNet-20's peak is in its last block's backward; every trained one
+    from a second accumulated micro-batch on), the quantised weight copies of stages f..j (a
+    stage's copy is freed once its backward is done), and per sample the activations saved by
+    stages f..j−1 together with the fake-quantised outputs the next stage saved in their place
+    (a stage output's quantised copy is a tensor of its own beside the original), stage j's
+    input and its own measured step (:attr:`StageCost.recompute_bytes`: its saved bytes and
+    backward buffers)."""
     st, b = cost.stages, plan.micro_batch
-    trained = sum(st[i].param_bytes for i in trained_stages(plan.techniques, st))
-    phases = [sum(s.param_bytes for s in st[f:j + 1])
+    trained_set = trained_stages(plan.techniques, st)
+    trained = sum(st[i].param_bytes for i in trained_set)
+
+    def grads(j: int) -> float:
+        done = trained_set if plan.accumulation_steps > 1 else [i for i in trained_set if i >= j]
+        return memory.gradient_copies * sum(st[i].param_bytes for i in done)
+
+    phases = [sum(s.param_bytes for s in st[f:j + 1]) + grads(j)
               + b * (sum(s.activation_bytes + s.output_bytes for s in st[f:j]) + st[j].input_bytes
                      + st[j].recompute_bytes) + phase_fixed(st[j].step_fixed_bytes, b)
               for j in range(f, len(st))]
-    return cost.param_bytes + trained * _state(memory) + max(phases, default=0.0) - cost.activation_fixed_bytes
+    return (cost.param_bytes + trained * memory.optimizer_slots + max(phases, default=0.0)
+            - cost.activation_fixed_bytes)
 
 
 def _qat_forward(memory: MemoryModel, cost: ModelCost, plan: TrainPlan, trained: float) -> float:
