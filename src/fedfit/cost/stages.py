@@ -61,7 +61,10 @@ class StageCost:
             which then applies at micro-batch 1 only (:func:`phase_fixed`);
             0 when not measured.
         transient_fixed_bytes: the batch-independent part of the gradient-free forward's live
-            bytes (micro-batch 1's less one ``transient_bytes``), applied as ``step_fixed_bytes``.
+            bytes (micro-batch 1's less one ``transient_bytes``), applied at micro-batch 1 only.
+        transient_line_fixed_bytes: the gradient-free forward's fixed bytes from micro-batch 2 on:
+            the intercept of its line through micro-batches 2 and 10 (at least 0). Not micro-batch
+            1's excess, which a residual block's forward holds at 1 only (a workspace 2 and 10 lack).
     """
 
     name: str
@@ -78,6 +81,7 @@ class StageCost:
     step_bytes: float = 0.0
     step_fixed_bytes: float = 0.0
     transient_fixed_bytes: float = 0.0
+    transient_line_fixed_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
@@ -194,13 +198,14 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     return per_sample, peaks[1] - per_sample - grads
 
 
-def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float]:
-    """(per sample, fixed) live bytes of a frozen forward of ``stage`` (grad mode on, as the trainer
+def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float, float]:
+    """(per sample, fixed at micro-batch 1, fixed from 2 on) live bytes of a frozen forward of ``stage`` (grad mode on, as the trainer
     runs it: a recurrent kernel keeps its training workspace), its parameters frozen: its input plus the
     allocator's peak growth while it runs (every intermediate the stage's code keeps referenced,
     kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed
     part is micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as
-    the 1-D CNN's unfolded convolution input)."""
+    the 1-D CNN's unfolded convolution input); from micro-batch 2 on the fixed part is the line's
+    own intercept, at least 0."""
     def forward(x: torch.Tensor) -> torch.Tensor:
         return stage.forward(model, x)
 
@@ -214,8 +219,9 @@ def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> t
         for p in trainable:
             p.requires_grad_(True)
     x = xs[2]
-    per_sample = x[0].numel() * x.element_size() + (peaks[10] - peaks[2]) / 8
-    return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample
+    slope = (peaks[10] - peaks[2]) / 8
+    per_sample = x[0].numel() * x.element_size() + slope
+    return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample, max(0.0, peaks[2] - 2 * slope)
 
 
 def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
@@ -275,9 +281,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
         step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
-        transient, transient_fixed = _transient(model, stage, xs1)
+        transient, transient_fixed, transient_line = _transient(model, stage, xs1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
                                       transient_bytes=transient, transient_fixed_bytes=transient_fixed,
+                                      transient_line_fixed_bytes=transient_line,
                                       step_bytes=step, step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2

@@ -88,8 +88,14 @@ def _frozen_forward(stages: tuple[StageCost, ...], micro_batch: int) -> float:
     if micro_batch == 0 or not stages:
         return 0.0
     data = stages[0].input_bytes * micro_batch
-    return max(s.transient_bytes * micro_batch + phase_fixed(s.transient_fixed_bytes, micro_batch) + (data if i else 0.0)
+    return max(s.transient_bytes * micro_batch + _transient_fixed(s, micro_batch) + (data if i else 0.0)
                for i, s in enumerate(stages))
+
+
+def _transient_fixed(stage: StageCost, micro_batch: int) -> float:
+    """A frozen forward's fixed bytes: micro-batch 1's measured excess at 1, the line's intercept
+    through micro-batches 2 and 10 from 2 on."""
+    return stage.transient_fixed_bytes if micro_batch == 1 else stage.transient_line_fixed_bytes
 
 
 def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float, float]]:
