@@ -205,13 +205,15 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
 
 
 def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float, float, float]:
-    """(per sample, fixed at micro-batch 1, fixed from 2 on, all at ``LARGE_MICRO_BATCH``) live bytes of a frozen forward of ``stage`` (grad mode on, as the trainer
-    runs it: a recurrent kernel keeps its training workspace), its parameters frozen: its input plus the
-    allocator's peak growth while it runs (every intermediate the stage's code keeps referenced,
-    kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed
-    part is micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as
-    the 1-D CNN's unfolded convolution input); from micro-batch 2 on the fixed part is the line's
-    own intercept, at least 0."""
+    """(per sample, fixed at micro-batch 1, fixed from 2 on, all at ``LARGE_MICRO_BATCH``) live
+    bytes of a frozen forward of ``stage`` (grad mode on, as the trainer runs it: a recurrent
+    kernel keeps its training workspace), its parameters frozen: its input plus the allocator's
+    peak growth while it runs (every intermediate the stage's code keeps referenced, kernels'
+    scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed part is
+    micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as the 1-D
+    CNN's unfolded convolution input); from micro-batch 2 on the fixed part is the line's own
+    intercept, at least 0. The last figure is the whole at the large micro-batch, measured too."""
+
     def forward(x: torch.Tensor) -> torch.Tensor:
         return stage.forward(model, x)
 
