@@ -207,6 +207,32 @@ def test_frozen_stages_cost_their_forward_transient() -> None:
     assert plan_peak_bytes(MEM, fixed, one) == 1240 + 40 + 1000  # micro-batch 1: 5000 − 4000 as measured
 
 
+def test_frozen_forward_fixed_part_is_the_lines_intercept_from_micro_batch_2_on() -> None:
+    # a residual block's forward holds a workspace at micro-batch 1 only (fixed 9000 there); from 2
+    # on the line through 2 and 10 holds, with its own intercept (700), not micro-batch 1's excess
+    stage = dataclasses.replace(STAGES[0], transient_bytes=5000.0, transient_fixed_bytes=9000.0,
+                                transient_line_fixed_bytes=700.0)
+    cost = dataclasses.replace(COST, stages=(stage, *STAGES[1:]))
+    one = TrainPlan(0, 0, micro_batch=1, techniques=Techniques(train_stages=(2,)))
+    assert plan_peak_bytes(MEM, cost, one) == 1240 + 40 + 5000 + 9000
+    assert plan_peak_bytes(MEM, cost, _plan(train_stages=(2,))) == 1240 + 40 + 5000 * 10 + 700
+
+
+def test_frozen_forward_from_the_large_micro_batch_on_grows_from_its_measurement_there() -> None:
+    # measured 404700 B at 128, 50700 at 10 (5000 · 10 + 700): below 128 the line through 2 and
+    # 10, from 128 on the measurement there plus (404700 − 50700) / 118 = 3000 B a sample
+    stage = dataclasses.replace(STAGES[0], transient_bytes=5000.0, transient_line_fixed_bytes=700.0,
+                                transient_large_bytes=404700.0)
+    cost = dataclasses.replace(COST, stages=(stage, *STAGES[1:]))
+
+    def at(micro_batch: int) -> float:
+        return plan_peak_bytes(MEM, cost, TrainPlan(0, 0, micro_batch, techniques=Techniques(train_stages=(2,))))
+
+    assert at(127) == 1240 + 40 + 5000 * 127 + 700
+    assert at(128) == 1240 + 40 + 404700
+    assert at(130) == 1240 + 40 + 404700 + 2 * 3000
+
+
 def test_task_cost_times_the_edge_server_and_the_activation_traffic() -> None:
     plan = TrainPlan(0, 0, micro_batch=10, techniques=Techniques(split_cut=1, edge_flops_per_s=1e3))
     cost = task_cost(plan=plan, profile=profile(), state=state(bandwidth_bps=8e3), cost=COST, memory=MEM,

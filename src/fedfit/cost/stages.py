@@ -28,6 +28,8 @@ from fedfit.models.eager import spare_dynamo_import
 from fedfit.models.stages import Stage, stages_of
 
 BYTES_PER_FLOAT = 4
+#: The large micro-batch a frozen stage's forward is also measured at (the largest the bench asks).
+LARGE_MICRO_BATCH = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +63,13 @@ class StageCost:
             which then applies at micro-batch 1 only (:func:`phase_fixed`);
             0 when not measured.
         transient_fixed_bytes: the batch-independent part of the gradient-free forward's live
-            bytes (micro-batch 1's less one ``transient_bytes``), applied as ``step_fixed_bytes``.
+            bytes (micro-batch 1's less one ``transient_bytes``), applied at micro-batch 1 only.
+        transient_line_fixed_bytes: the gradient-free forward's fixed bytes from micro-batch 2 on:
+            the intercept of its line through micro-batches 2 and 10 (at least 0). Not micro-batch
+            1's excess, which a residual block's forward holds at 1 only (a workspace 2 and 10 lack).
+        transient_large_bytes: the gradient-free forward's live bytes at ``LARGE_MICRO_BATCH``
+            (its input included), which that line need not reach: a kernel may change path
+            there (the LSTM's from 128 on, a quarter less per sample); 0 when not measured.
     """
 
     name: str
@@ -78,6 +86,8 @@ class StageCost:
     step_bytes: float = 0.0
     step_fixed_bytes: float = 0.0
     transient_fixed_bytes: float = 0.0
+    transient_line_fixed_bytes: float = 0.0
+    transient_large_bytes: float = 0.0
 
     @property
     def internal_bytes(self) -> float:
@@ -194,13 +204,16 @@ def _stage_step_bytes(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor
     return per_sample, peaks[1] - per_sample - grads
 
 
-def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float]:
-    """(per sample, fixed) live bytes of a frozen forward of ``stage`` (grad mode on, as the trainer
-    runs it: a recurrent kernel keeps its training workspace), its parameters frozen: its input plus the
-    allocator's peak growth while it runs (every intermediate the stage's code keeps referenced,
-    kernels' scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed
-    part is micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as
-    the 1-D CNN's unfolded convolution input)."""
+def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> tuple[float, float, float, float]:
+    """(per sample, fixed at micro-batch 1, fixed from 2 on, all at ``LARGE_MICRO_BATCH``) live
+    bytes of a frozen forward of ``stage`` (grad mode on, as the trainer runs it: a recurrent
+    kernel keeps its training workspace), its parameters frozen: its input plus the allocator's
+    peak growth while it runs (every intermediate the stage's code keeps referenced, kernels'
+    scratch, max-pooling's indices), slope between micro-batches 2 and 10; the fixed part is
+    micro-batch 1's figure less one slope (negative where micro-batch 1 holds less, as the 1-D
+    CNN's unfolded convolution input); from micro-batch 2 on the fixed part is the line's own
+    intercept, at least 0. The last figure is the whole at the large micro-batch, measured too."""
+
     def forward(x: torch.Tensor) -> torch.Tensor:
         return stage.forward(model, x)
 
@@ -209,13 +222,15 @@ def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> t
         p.requires_grad_(False)
     try:
         forward(xs[2])  # warm-up: lazily initialised kernel state is not the stage's
-        peaks = {b: peak_live_bytes(functools.partial(forward, xs[b])) for b in (1, 2, 10)}
+        peaks = {b: peak_live_bytes(functools.partial(forward, xs[b])) for b in (1, 2, 10, LARGE_MICRO_BATCH)}
     finally:
         for p in trainable:
             p.requires_grad_(True)
     x = xs[2]
-    per_sample = x[0].numel() * x.element_size() + (peaks[10] - peaks[2]) / 8
-    return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample
+    slope = (peaks[10] - peaks[2]) / 8
+    per_sample = x[0].numel() * x.element_size() + slope
+    large = xs[LARGE_MICRO_BATCH].numel() * x.element_size() + peaks[LARGE_MICRO_BATCH]
+    return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample, max(0.0, peaks[2] - 2 * slope), large
 
 
 def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
@@ -260,7 +275,7 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
     xs = {b: probe_inputs(input_shape, b, seed=b) for b in (1, 9)}
     x2 = probe_inputs(input_shape, 2, seed=2)
     small, large = (_saved_by_stage(model, stages, xs[b]) for b in (1, 9))
-    xs1 = {**xs, **{b: probe_inputs(input_shape, b, seed=b) for b in (2, 10)}}
+    xs1 = {**xs, **{b: probe_inputs(input_shape, b, seed=b) for b in (2, 10, LARGE_MICRO_BATCH)}}
     out: list[StageCost] = []
     for i, stage in enumerate(stages):
         params = [p for n, p in model.named_parameters() if stage.owns(n)]
@@ -275,9 +290,10 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
             output_bytes=float(y2[0].numel() * y2.element_size())))
         (iso1, saves), (iso9, _) = (_isolated(model, stage, xs1[b], i > 0, i == len(stages) - 1) for b in (1, 9))
         step, step_fixed = _stage_step_bytes(model, stage, xs1, i > 0, i == len(stages) - 1)
-        transient, transient_fixed = _transient(model, stage, xs1)
+        transient, transient_fixed, transient_line, transient_large = _transient(model, stage, xs1)
         out[-1] = dataclasses.replace(out[-1], isolated_bytes=(iso9 - iso1) / 8, saves_input=saves,
                                       transient_bytes=transient, transient_fixed_bytes=transient_fixed,
+                                      transient_line_fixed_bytes=transient_line, transient_large_bytes=transient_large,
                                       step_bytes=step, step_fixed_bytes=step_fixed)
         xs1 = {b: stage.forward(model, x).detach() for b, x in xs1.items()}
         x2 = y2

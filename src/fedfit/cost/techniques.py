@@ -53,7 +53,7 @@ from collections.abc import Callable
 from fedfit.cost.masked import largest_param_bytes, masked_peak
 from fedfit.cost.memory import MemoryModel, step_activation_bytes
 from fedfit.cost.profile import ModelCost
-from fedfit.cost.stages import BYTES_PER_FLOAT, StageCost, phase_fixed
+from fedfit.cost.stages import BYTES_PER_FLOAT, LARGE_MICRO_BATCH, StageCost, phase_fixed
 from fedfit.types import Techniques, TrainPlan
 
 #: FLOPs of one fake-quantisation (scale, round, clamp, rescale, straight-through add).
@@ -88,8 +88,21 @@ def _frozen_forward(stages: tuple[StageCost, ...], micro_batch: int) -> float:
     if micro_batch == 0 or not stages:
         return 0.0
     data = stages[0].input_bytes * micro_batch
-    return max(s.transient_bytes * micro_batch + phase_fixed(s.transient_fixed_bytes, micro_batch) + (data if i else 0.0)
-               for i, s in enumerate(stages))
+    return max(_transient_at(s, micro_batch) + (data if i else 0.0) for i, s in enumerate(stages))
+
+
+def _transient_at(stage: StageCost, micro_batch: int) -> float:
+    """A frozen stage's forward bytes at ``micro_batch``: micro-batch 1's as measured, the line
+    through 2 and 10 (its own intercept) up to ``LARGE_MICRO_BATCH``, from there its measurement
+    there grown by the slope from 10 to it."""
+    if micro_batch == 1:
+        return stage.transient_bytes + stage.transient_fixed_bytes
+    line = stage.transient_bytes * micro_batch + stage.transient_line_fixed_bytes
+    if micro_batch < LARGE_MICRO_BATCH or stage.transient_large_bytes <= 0:
+        return line
+    at_10 = stage.transient_bytes * 10 + stage.transient_line_fixed_bytes
+    slope = (stage.transient_large_bytes - at_10) / (LARGE_MICRO_BATCH - 10)
+    return stage.transient_large_bytes + slope * (micro_batch - LARGE_MICRO_BATCH)
 
 
 def _trained_phases(t: Techniques, cost: ModelCost, f: int) -> list[tuple[float, float]]:
