@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedfit.cost import measure
+from fedfit.cost import ModelCost, measure
 from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.models import ModelSpec
 from fedfit.types import Techniques, TrainPlan
@@ -27,10 +27,7 @@ def test_technique_peak_within_10_percent_of_the_trainers_allocator_peak(techniq
                                                                          micro_batch: int) -> None:
     spec = SPECS[name]
     cost = measure(spec)
-    techniques = TECHNIQUES[technique](len(cost.stages) - 1)
-    measured = trainer_peak_bytes(spec, micro_batch, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, cost, TrainPlan(0, 0, micro_batch, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, micro_batch, TECHNIQUES[technique](len(cost.stages) - 1), cost)
 
 
 def test_half_width_sub_model_within_10_percent_of_the_trainers_allocator_peak() -> None:
@@ -44,9 +41,7 @@ def test_checkpointed_1d_cnn_at_micro_batch_1_within_10_percent() -> None:
     # (the measured fixed part is negative): charging the slope over-predicted by 10.8%
     spec = SPECS["cnn1d"]
     techniques = Techniques(checkpointing=True)
-    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, 1, techniques)
 
 
 def test_pruned_lstm_at_micro_batch_1_within_10_percent() -> None:
@@ -54,9 +49,7 @@ def test_pruned_lstm_at_micro_batch_1_within_10_percent() -> None:
     # beside the earlier stages' activations), before any gathering: was under-predicted by 11%
     spec = ModelSpec("lstm", (1, 28, 28), 10)
     techniques = Techniques(sparsity=0.9)
-    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, 1, techniques)
 
 
 def test_partial_resnet8_at_micro_batch_1_within_10_percent() -> None:
@@ -64,9 +57,7 @@ def test_partial_resnet8_at_micro_batch_1_within_10_percent() -> None:
     # blocks up to it and without the step's convolution workspace: was over-predicted by 24%
     spec = ModelSpec("resnet8", (1, 28, 28), 10, norm="batch")
     techniques = Techniques(keep_fraction=0.25)
-    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, 1, techniques)
 
 
 def test_qat_resnet20_at_micro_batch_1_within_10_percent() -> None:
@@ -74,9 +65,7 @@ def test_qat_resnet20_at_micro_batch_1_within_10_percent() -> None:
     # charging every gradient there over-predicted by 23%
     spec = ModelSpec("resnet20", (1, 28, 28), 10, norm="batch")
     techniques = Techniques(qat_bits=8)
-    measured = trainer_peak_bytes(spec, 1, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, measure(spec), TrainPlan(0, 0, 1, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, 1, techniques)
 
 
 def test_head_only_resnet8_at_micro_batch_8_within_10_percent() -> None:
@@ -85,9 +74,7 @@ def test_head_only_resnet8_at_micro_batch_8_within_10_percent() -> None:
     spec = ModelSpec("resnet8", (1, 28, 28), 10, norm="batch")
     cost = measure(spec)
     techniques = Techniques(train_stages=(len(cost.stages) - 1,))
-    measured = trainer_peak_bytes(spec, 8, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, cost, TrainPlan(0, 0, 8, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, 8, techniques, cost)
 
 
 def test_head_only_lstm_at_micro_batch_128_within_10_percent() -> None:
@@ -96,6 +83,12 @@ def test_head_only_lstm_at_micro_batch_128_within_10_percent() -> None:
     spec = ModelSpec("lstm", (1, 28, 28), 10)
     cost = measure(spec)
     techniques = Techniques(train_stages=(len(cost.stages) - 1,))
-    measured = trainer_peak_bytes(spec, 128, techniques=techniques)
-    predicted = plan_peak_bytes(TENSORS_ONLY, cost, TrainPlan(0, 0, 128, techniques=techniques))
-    assert predicted == pytest.approx(measured, rel=0.10)
+    _within_10_percent(spec, 128, techniques, cost)
+
+
+def _within_10_percent(spec: ModelSpec, micro_batch: int, techniques: Techniques,
+                       cost: ModelCost | None = None) -> None:
+    """The plan's predicted peak is within 10% of the allocator-measured peak of fedfit's trainer."""
+    measured = trainer_peak_bytes(spec, micro_batch, techniques=techniques)
+    plan = TrainPlan(0, 0, micro_batch, techniques=techniques)
+    assert plan_peak_bytes(TENSORS_ONLY, cost or measure(spec), plan) == pytest.approx(measured, rel=0.10)
