@@ -34,7 +34,8 @@ from fedfit.errors import CheckpointError, ConfigError, RunStopped
 from fedfit.autoconfig import label_counts
 from fedfit.autoconfig import resolve as resolve_auto
 from fedfit.data import build_federated_data
-from fedfit.experiment import Experiment, built, cost_inputs, data_kwargs, fleet_profiles, fleet_traces
+from fedfit.experiment import Experiment, built
+from fedfit.inputs import cost_inputs, data_kwargs, fleet_profiles, fleet_traces
 from fedfit.sources import UserSources, model_spec, user_data
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
