@@ -25,7 +25,8 @@ from fedfit.config import ExperimentConfig, default_scenario, load_config, with_
 from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE, catalogue
 from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
-from fedfit.runner import OnRound, OnStart, RunResult, resolved_rounds, resumable, resume, run
+from fedfit.runner import OnRound, OnStart, RunResult, resume, run
+from fedfit.resumption import resumable
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import atomic, plot_accuracy
@@ -147,14 +148,15 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     run_dir = Path(args.run_dir)
-    config, saved = resumable(run_dir, args.rounds)
-    done, total = saved.rounds_done, resolved_rounds(config)  # an async auto run counts versions
+    checked = resumable(run_dir, args.rounds)
+    done, total = checked.saved.rounds_done, checked.total  # an async auto run counts versions
     if done < total:
         console.print(f"resuming {run_dir} after round {done} of {total}")
     else:
         console.print(f"finishing {run_dir}: all {total} rounds are checkpointed; writing the model and summary")
     try:
-        result = _with_progress(config, console, lambda on_round, on_start: resume(run_dir, args.rounds, on_round, on_start=on_start), done)
+        result = _with_progress(checked.config, console, lambda on_round, on_start: resume(
+            run_dir, args.rounds, on_round, on_start=on_start, checked=checked), done)
     except KeyboardInterrupt:
         return _interrupted(run_dir)
     return _print_result(result, run_dir, console)

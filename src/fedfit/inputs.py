@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, measure
+from fedfit.data import FederatedData, build_federated_data
 from fedfit.data.stream import StreamSpec
 from fedfit.devices import DeviceTrace, TraceParams, generate_traces, load_csv_trace, profile_from_mapping
 from fedfit.devices.csv_trace import columns_from_start
@@ -20,6 +22,7 @@ from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.cost.dp_memory import per_sample_gradient_costs
 from fedfit.security.builders import local_dp
+from fedfit.sources import UserSources, model_spec, user_data
 from fedfit.training import OptimizerConfig
 from fedfit.types import DeviceProfile, Params
 
@@ -110,3 +113,32 @@ def initial_params(config: ExperimentConfig, spec: ModelSpec) -> Params:
     """The run's starting model, drawn from the config's seed (the same in simulation and deployment)."""
     torch.manual_seed(config.seed)
     return {k: v.detach().clone() for k, v in spec.build().state_dict().items()}
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """The run's fleet profiles, data, model and costs: built once per run from its config.
+
+    Attributes:
+        own: the user's data (``sources``); ``None``: ``data`` is the config's dataset.
+        num_examples: each device's training examples.
+    """
+
+    profiles: list[DeviceProfile]
+    data: FederatedData
+    own: FederatedData | None
+    spec: ModelSpec
+    optimizer: OptimizerConfig
+    costs: Callable[[float], ModelCost]
+    memory: MemoryModel
+    num_examples: list[int]
+
+
+def run_inputs(config: ExperimentConfig, sources: UserSources | None = None) -> RunInputs:
+    """The profiles, data (the user's or the config's), model spec and cost model of ``config``."""
+    profiles = fleet_profiles(config)
+    own = user_data(config, sources)
+    data = own if own is not None else build_federated_data(**data_kwargs(config))
+    spec = model_spec(config, data, sources)
+    optimizer, costs, memory = cost_inputs(config, spec)
+    return RunInputs(profiles, data, own, spec, optimizer, costs, memory, [len(d) for d in data.train])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
 from fedfit.devices import Registry
