@@ -34,7 +34,8 @@ import torch
 from fedfit import inputs
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.cost import MemoryModel, measure
-from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
+from fedfit.cost.technique_work import activation_traffic_bytes, plan_flops, plan_payload_bytes
+from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.runner import run
 from fedfit.models import ModelSpec
 from fedfit.models.stages import stages_of
