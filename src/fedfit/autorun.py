@@ -98,4 +98,5 @@ def driver(resolved: Resolved, orchestrator: SyncOrchestrator | AsyncOrchestrato
     assert isinstance(sync, SyncOrchestrator) and sync_auto is not None
     reviser = sync.reviser = auto_reviser(sync_config, sync_auto)
     trainable = sum(1 for t in auto.task_times if math.isfinite(t))
-    return ModeSwitch(orchestrator, sync, stall_window(trainable, auto.buffer_size), config.orchestration.rounds), reviser
+    window = stall_window(trainable, auto.buffer_size)
+    return ModeSwitch(orchestrator, sync, window, config.orchestration.rounds), reviser
