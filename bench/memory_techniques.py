@@ -31,10 +31,11 @@ import time
 
 import torch
 
-from fedfit import experiment
+from fedfit import inputs
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.cost import MemoryModel, measure
-from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
+from fedfit.cost.technique_work import activation_traffic_bytes, plan_flops, plan_payload_bytes
+from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.runner import run
 from fedfit.models import ModelSpec
 from fedfit.models.stages import stages_of
@@ -164,7 +165,7 @@ def fl_config(model_name: str, name: str, rounds: int) -> ExperimentConfig:
 
 
 #: Every federated run loads the same data: load it once (the runs never modify it).
-experiment.build_federated_data = functools.lru_cache(maxsize=4)(experiment.build_federated_data)
+inputs.build_federated_data = functools.lru_cache(maxsize=4)(inputs.build_federated_data)
 
 
 def federated(model_name: str, name: str, rounds: int) -> dict:

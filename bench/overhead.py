@@ -19,7 +19,8 @@ from torch import nn
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.data import build_federated_data
-from fedfit.experiment import built, data_kwargs
+from fedfit.experiment import built
+from fedfit.inputs import data_kwargs
 from fedfit.models import build_model
 from fedfit.training import evaluate, task_generator
 from fedfit.types import Params, TaskResult, TrainPlan

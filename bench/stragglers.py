@@ -34,7 +34,8 @@ import torch
 
 from fedfit.config import ExperimentConfig, load_config
 from fedfit.data import build_federated_data
-from fedfit.experiment import build, data_kwargs, fleet_profiles
+from fedfit.experiment import build
+from fedfit.inputs import data_kwargs, fleet_profiles
 from fedfit.report import local_accuracy_by_tier
 from fedfit.report.tiers import (
     binomial_standard_error,

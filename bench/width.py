@@ -30,7 +30,8 @@ from typing import Any
 
 from fedfit.config import load_config, with_overrides
 from fedfit.data import build_federated_data
-from fedfit.experiment import calibration_inputs, data_kwargs
+from fedfit.orchestrator_wiring import calibration_inputs
+from fedfit.inputs import data_kwargs
 from fedfit.runner import run
 from fedfit.strategies import apply_strategy
 from fedfit.training.static_bn import EVAL_WIDTHS, evaluate_widths

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fedfit import autorun
+from fedfit.cli import main
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.runner import resume, run
 from tests.helpers import Killed, kill_after
@@ -62,3 +65,31 @@ def test_on_start_is_given_the_resolved_version_count_before_any_round(tmp_path:
     with pytest.raises(Killed):
         run(parse_config(RAW), None, on_round=kill_after(2), on_start=on_start)
     assert seen == [6]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_fedfit_resume_resolves_auto_once_and_ends_as_the_unbroken_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    # async_advantage 1000 keeps auto synchronous (async must be 1000x faster to be chosen)
+    raw = RAW if mode == "async" else RAW | {"auto": {"enabled": True, "async_advantage": 1000.0}}
+    config = parse_config(raw)
+    whole = run(config, tmp_path / "whole")
+    assert any(line.startswith(f"mode: {mode}") for line in whole.summary["auto"])
+    with pytest.raises(Killed):
+        run(config, tmp_path / "cut", on_round=kill_after(2))
+
+    modes: list[str | None] = []  # each decision auto resolves: the run's (None), the stall switch's ("sync")
+    real = autorun.resolve_auto
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        modes.append(kwargs.get("mode"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(autorun, "resolve_auto", spy)
+    assert main(["resume", str(tmp_path / "cut")]) == 0  # its message, the check under the lock, the build
+    # an async run also decides once for the sync rounds it switches to when the loss stalls
+    assert modes == ([None, "sync"] if mode == "async" else [None])
+    assert _metrics(tmp_path / "cut") == _metrics(tmp_path / "whole")
+    resumed = json.loads((tmp_path / "cut" / "summary.json").read_text())
+    assert resumed["auto"] == whole.summary["auto"] and resumed["final_accuracy"] == whole.summary["final_accuracy"]

@@ -15,7 +15,7 @@ from fedfit.policy.batching import BatchingRules, decide_batch
 from tests.helpers import state
 from fedfit.errors import PlanError
 from fedfit.config import ExperimentConfig, parse_config, with_overrides
-from fedfit.experiment import _selector
+from fedfit.orchestrator_wiring import _selector
 from fedfit.policy.auto import TIER_FLOOR, DeviceOutlook, decide
 from fedfit.policy.selection import DeferringSelector
 from fedfit.policy.stratified import StratifiedSelector, TierFloorSelector

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from fedfit.autorun import resolve_run
 from fedfit.cli import main
-from fedfit.config import parse_config
+from fedfit.config import ExperimentConfig, parse_config
 from fedfit.errors import ConfigError
-from fedfit.runner import resolved_rounds, resumable, run
+from fedfit.resumption import resumable
+from fedfit.runner import run
 from tests.helpers import Killed, kill_after
 
 # As tests/test_auto_resume.py: auto picks FedBuff with buffer 2 for k = 3 on this fleet.
@@ -28,10 +30,16 @@ def _versions(rounds: int) -> int:
     return math.ceil(rounds * 3 / 2)  # k = 3 updates per round, FedBuff folds b = 2 per version
 
 
-def test_resolved_rounds_is_the_async_budget_and_the_config_s_rounds_without_auto() -> None:
-    assert resolved_rounds(parse_config(RAW)) == _versions(4) == 6
-    assert resolved_rounds(parse_config(RAW | {"orchestration": {"rounds": 3, "clients_per_round": 3}})) == 5
-    assert resolved_rounds(parse_config(RAW | {"auto": {"enabled": False}})) == 4
+def _resolved_rounds(config: ExperimentConfig) -> int:
+    resolved = resolve_run(config)
+    assert resolved is not None and resolved.asked is config
+    return resolved.config.orchestration.rounds
+
+
+def test_resolved_rounds_are_the_async_budget_and_nothing_is_resolved_without_auto() -> None:
+    assert _resolved_rounds(parse_config(RAW)) == _versions(4) == 6
+    assert _resolved_rounds(parse_config(RAW | {"orchestration": {"rounds": 3, "clients_per_round": 3}})) == 5
+    assert resolve_run(parse_config(RAW | {"auto": {"enabled": False}})) is None
 
 
 @pytest.mark.slow
@@ -47,8 +55,9 @@ def test_an_auto_run_dir_with_more_versions_than_asked_is_refused_and_a_normal_r
     err = capsys.readouterr().err.strip()
     assert "already has 5 rounds" in err and len(err.splitlines()) == 1
 
-    config, saved = resumable(cut)  # 4 rounds are 6 versions: one left
-    assert saved.rounds_done == 5 and config.orchestration.rounds == 4  # the config as written, not resolved
+    checked = resumable(cut)  # 4 rounds are 6 versions: one left
+    assert checked.saved.rounds_done == 5 and checked.total == 6
+    assert checked.config.orchestration.rounds == 4  # the config as written, not resolved
     capsys.readouterr()
     assert main(["resume", str(cut)]) == 0  # the CLI counts the resolved versions too
     assert "after round 5 of 6" in capsys.readouterr().out

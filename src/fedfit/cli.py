@@ -23,9 +23,9 @@ from rich.table import Table
 from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, default_scenario, load_config, with_overrides
 from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE, catalogue
-from fedfit.deployment import evaluate_run, export_run, prune_run
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
-from fedfit.runner import OnRound, OnStart, RunResult, resolved_rounds, resumable, resume, run
+from fedfit.runner import OnRound, OnStart, RunResult, resume, run
+from fedfit.resumption import resumable
 from fedfit.simulation import checkpoint
 from fedfit.orchestration.sync import RoundOutcome
 from fedfit.report import atomic, plot_accuracy
@@ -34,6 +34,7 @@ from fedfit.autoconfig import names_no_strategy
 from fedfit.strategies import TUNED, apply_strategy
 from fedfit.tuning import GridResult, tune
 from fedfit.transport.cli_parsers import add_parsers as add_deploy_parsers
+from fedfit.cli_run_dir import _add_run_dir_commands, _bytes
 
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
@@ -147,14 +148,15 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     run_dir = Path(args.run_dir)
-    config, saved = resumable(run_dir, args.rounds)
-    done, total = saved.rounds_done, resolved_rounds(config)  # an async auto run counts versions
+    checked = resumable(run_dir, args.rounds)
+    done, total = checked.saved.rounds_done, checked.total  # an async auto run counts versions
     if done < total:
         console.print(f"resuming {run_dir} after round {done} of {total}")
     else:
         console.print(f"finishing {run_dir}: all {total} rounds are checkpointed; writing the model and summary")
     try:
-        result = _with_progress(config, console, lambda on_round, on_start: resume(run_dir, args.rounds, on_round, on_start=on_start), done)
+        result = _with_progress(checked.config, console, lambda on_round, on_start: resume(
+            run_dir, args.rounds, on_round, on_start=on_start, checked=checked), done)
     except KeyboardInterrupt:
         return _interrupted(run_dir)
     return _print_result(result, run_dir, console)
@@ -245,75 +247,11 @@ def cmd_devices(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _bytes(n: int) -> str:
-    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n} B"
-
-
 def _profile_row(p: Any) -> dict[str, Any]:
     battery = "mains" if p.battery_capacity_j is None else f"{p.battery_capacity_j / 3600:.2f} Wh"
     return {"ram": _bytes(p.total_memory_bytes), "training_memory": _bytes(p.training_memory_bytes),
             "gflops": p.flops_per_s / 1e9, "battery": battery,
             "radios": ", ".join(r.value for r in p.radios)}
-
-
-def cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
-    rows = evaluate_run(Path(args.run_dir))
-    if args.json:
-        print(json.dumps([{"width": r.width, "accuracy": r.accuracy, "loss": r.loss, "num_params": r.num_params}
-                          for r in rows], indent=2))
-        return 0
-    t = Table(title=f"{args.run_dir}: the master model at each width")
-    for col in ("width", "accuracy", "loss", "parameters", "parameter bytes"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(f"{r.width:g}", f"{r.accuracy:.4f}", f"{r.loss:.4f}", f"{r.num_params:,}", _bytes(4 * r.num_params))
-    console.print(t)
-    return 0
-
-
-def cmd_export(args: argparse.Namespace, console: Console) -> int:
-    out = Path(args.out) if args.out else Path(args.run_dir) / f"export-w{args.width:g}"
-    folder = export_run(Path(args.run_dir), args.width, out)
-    config = json.loads((folder / "config.json").read_text())
-    console.print(f"exported width {args.width:g} ({config['num_params']:,} parameters) to {folder}")
-    return 0
-
-
-def cmd_prune(args: argparse.Namespace, console: Console) -> int:
-    rows, width = prune_run(Path(args.run_dir), args.coverage)
-    if args.json:
-        print(json.dumps({"width": width, "groups": [
-            {"group": r.group, "size": r.size, "keep": r.keep, "dead": r.dead, "ranking": list(r.ranking)}
-            for r in rows]}, indent=2))
-        return 0
-    t = Table(title=f"units covering {args.coverage:.0%} of the accumulated update magnitude")
-    for col in ("group", "units", "keep", "never updated", "least important"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r.group, str(r.size), str(r.keep), str(r.dead), ", ".join(map(str, r.ranking[-5:])))
-    console.print(t)
-    console.print(f"suggested width: {width:.3g} (fedfit export RUN_DIR --width {width:.3g})")
-    return 0
-
-
-def _add_run_dir_commands(sub: Any) -> None:
-    e = sub.add_parser("export", help="write a standalone sub-model of a finished run")
-    e.add_argument("run_dir")
-    e.add_argument("--width", type=float, required=True, help="width relative to the master, in (0, 1]")
-    e.add_argument("--out", help="output folder (default: RUN_DIR/export-wWIDTH)")
-    e.set_defaults(func=cmd_export)
-    v = sub.add_parser("evaluate", help="accuracy and parameter count of a run's model per width")
-    v.add_argument("run_dir")
-    v.add_argument("--json", action="store_true")
-    v.set_defaults(func=cmd_evaluate)
-    p = sub.add_parser("prune", help="suggest a pruned width from a run's channel statistics")
-    p.add_argument("run_dir")
-    p.add_argument("--coverage", type=float, default=0.9, help="share of update magnitude to keep")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_prune)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -16,7 +16,8 @@ import torch
 from fedfit.config import ExperimentConfig, load_config
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.errors import ConfigError
-from fedfit.experiment import calibration_inputs, data_kwargs
+from fedfit.orchestrator_wiring import calibration_inputs
+from fedfit.inputs import data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats
 from fedfit.models.indices import sub_map

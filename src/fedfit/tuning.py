@@ -20,7 +20,7 @@ from fedfit.autoconfig import fixed_batch_times
 from fedfit.config import ExperimentConfig, with_overrides
 from fedfit.cost import MemoryModel, TaskPredictor, measure
 from fedfit.data import build_federated_data
-from fedfit.experiment import data_kwargs, fleet_profiles, fleet_traces
+from fedfit.inputs import data_kwargs, fleet_profiles, fleet_traces
 from fedfit.models import ModelSpec
 from fedfit.policy.auto import quantile
 from fedfit.training import OptimizerConfig

@@ -7,7 +7,7 @@ import torch
 
 from fedfit.aggregation import WEIGHTINGS, AggregationRule, Arrival, LossWeighted, aggregate
 from fedfit.config import ExperimentConfig
-from fedfit.experiment import _rule
+from fedfit.orchestrator_wiring import _rule
 from fedfit.types import Update
 
 

@@ -7,7 +7,8 @@ import pytest
 from fedfit.cost import MemoryModel, measure, task_cost
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.stages import StageCost
-from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_payload_bytes, plan_peak_bytes
+from fedfit.cost.technique_work import activation_traffic_bytes, plan_flops, plan_payload_bytes
+from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.models import ModelSpec
 from fedfit.types import Techniques, TrainPlan
 from tests.helpers import profile, state

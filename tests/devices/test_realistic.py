@@ -11,7 +11,7 @@ from fedfit.cost import MemoryModel, measure
 from fedfit.devices import TIERS
 from fedfit.devices.realistic import DEFAULT_CATALOGUE, REALISTIC, catalogue
 from fedfit.errors import ConfigError
-from fedfit.experiment import fleet_profiles
+from fedfit.inputs import fleet_profiles
 from fedfit.models import ModelSpec
 from fedfit.policy.batching import decide_batch
 from fedfit.types import BatchRule

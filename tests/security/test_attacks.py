@@ -7,7 +7,7 @@ import torch
 
 from fedfit.config import parse_config
 from fedfit.errors import ConfigError
-from fedfit.experiment import fleet_profiles
+from fedfit.inputs import fleet_profiles
 from fedfit.security.attacks import AttackSpec, add_trigger, backdoor_success, poison_data, poison_update
 from fedfit.security.builders import attack_spec, check_security
 from fedfit.types import Update

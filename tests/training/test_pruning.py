@@ -3,7 +3,7 @@
 import torch
 
 from fedfit.aggregation import Contribution, masked_weighted_average
-from fedfit.cost.techniques import sparse_payload_bytes
+from fedfit.cost.technique_work import sparse_payload_bytes
 from fedfit.training import train
 from fedfit.training.pruning import decode_sparse, encode_sparse, magnitude_masks
 from fedfit.types import Techniques, TrainPlan

@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 import fedfit
 from fedfit.config import parse_config
 from fedfit.data import build_federated_data
-from fedfit.experiment import data_kwargs
+from fedfit.inputs import data_kwargs
 from fedfit.sources import model_spec
 from fedfit.training import OptimizerConfig, train
 from fedfit.transport.messages import plan_from_record

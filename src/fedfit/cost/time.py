@@ -11,7 +11,8 @@ import math
 
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
-from fedfit.cost.techniques import activation_traffic_bytes, plan_flops, plan_peak_bytes
+from fedfit.cost.technique_work import activation_traffic_bytes, plan_flops
+from fedfit.cost.techniques import plan_peak_bytes
 from fedfit.types import DeviceProfile, DeviceState, TaskCost, Thermal, TrainPlan
 
 #: Throughput kept at each thermal state (a hot device throttles its clocks).

@@ -23,7 +23,7 @@ from fedfit.devices import with_consumption
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
-from fedfit.cost.techniques import plan_payload_bytes
+from fedfit.cost.technique_work import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many

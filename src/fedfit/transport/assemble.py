@@ -20,7 +20,9 @@ from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData
 from fedfit.devices import Registry
 from fedfit.devices.realistic import catalogue
-from fedfit.experiment import _dynamic_planner, data_kwargs, fleet_profiles, initial_params, orchestrate
+from fedfit.planner_stack import _dynamic_planner
+from fedfit.inputs import data_kwargs, fleet_profiles, initial_params
+from fedfit.orchestrator_wiring import orchestrate
 from fedfit.sources import exchange, model_spec
 from fedfit.models import ModelSpec
 from fedfit.orchestration.asynchronous import AsyncOrchestrator
@@ -56,7 +58,7 @@ class Deployed:
 def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[DeviceProfile],
              num_examples: list[int], data: FederatedData) -> Deployed:
     """The orchestrator of ``config`` over ``fleet_`` (``data``: the config's, for evaluation): the
-    same registry, planner stack, rule and orchestrator as ``fedfit run`` (:func:`fedfit.experiment.orchestrate`)."""
+    same registry, planner stack, rule and orchestrator as ``fedfit run`` (:func:`fedfit.orchestrator_wiring.orchestrate`)."""
     t = config.training
     recipe_data = tuple(sorted(data_kwargs(config).items()))
     spec = model_spec(config, data, None)

@@ -30,7 +30,8 @@ from fedfit.cost import MemoryModel, measure
 from fedfit.data import build_federated_data
 from fedfit.devices import PsutilMonitor
 from fedfit.errors import DataError
-from fedfit.experiment import _dynamic_planner, data_kwargs
+from fedfit.planner_stack import _dynamic_planner
+from fedfit.inputs import data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import _spec_from
 from fedfit.sources import user_data

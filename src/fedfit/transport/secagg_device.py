@@ -25,7 +25,7 @@ import httpx
 
 from fedfit.aggregation import Contribution
 from fedfit.config import ExperimentConfig
-from fedfit.experiment import _rule
+from fedfit.orchestrator_wiring import _rule
 from fedfit.models import ModelSpec
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.security.secagg.cohorts import vector

@@ -28,8 +28,7 @@ from fedfit.report.model_file import _spec_record, save_model
 from fedfit.report.summary import report_record
 from fedfit.report.run_dir import strict_json
 from fedfit.data import build_federated_data
-from fedfit.experiment import data_kwargs
-from fedfit.experiment import initial_params
+from fedfit.inputs import data_kwargs, initial_params
 from fedfit.sources import model_spec, user_data
 from fedfit.transport import secagg_setup
 from fedfit.transport.assemble import Deployed, assemble, device_profile

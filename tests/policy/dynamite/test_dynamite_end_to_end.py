@@ -9,7 +9,8 @@ import pytest
 from fedfit.config import ExperimentConfig, parse_config
 from fedfit.errors import ConfigError
 from fedfit.aggregation.weighting import weighting
-from fedfit.experiment import build, built, weighting_name
+from fedfit.experiment import build, built
+from fedfit.orchestrator_wiring import weighting_name
 from fedfit.policy.dynamite.planner import DynamitePlanner
 from fedfit.runner import run
 from fedfit.types import Update

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
-from fedfit.runner import _online_tiers
+from fedfit.run_summary import _online_tiers
 from fedfit.types import RoundReport
 
 
