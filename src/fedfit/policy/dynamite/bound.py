@@ -128,7 +128,7 @@ def bound(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], share
     """
     k = rounds_affordable(tau, batches, devices, budget)
     optimisation = est.loss / (lr * k * tau) if k > 0 else math.inf
-    noise = est.beta * lr * est.sigma2 / 2 * sum(p * p / b for p, b in zip(shares, batches))
+    noise = est.beta * lr * est.sigma2 / 2 * sum(d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices))
     return optimisation + noise + est.rho * drift(tau, lr, est) / (lr * tau)
 
 
