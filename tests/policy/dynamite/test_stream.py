@@ -12,6 +12,7 @@ import torch
 from fedfit.policy.dynamite import Budget, DeviceCost, Estimates, bound
 from fedfit.policy.dynamite.calibrate import round_loss
 from fedfit.policy.dynamite.estimate import RoundObservation
+from fedfit.policy.dynamite.search import search_homogeneous_at
 from fedfit.policy.dynamite.stream import stream_noise, task_draws
 
 
@@ -94,3 +95,14 @@ def test_calibration_plans_the_stream_noise() -> None:
     assert round_loss(obs, est, lr=0.1).progress == pytest.approx(0.4 * (1 - 0.1))
     assert round_loss(obs, est, lr=0.1, streaming=True).progress == pytest.approx(0.4 * (1 - 0.2))
     assert math.isfinite(round_loss(obs, est, lr=0.1, streaming=True).drift)
+
+
+def test_a_stream_device_takes_the_smallest_batch_that_covers_its_buffer() -> None:
+    # one device, τ = 4, D = 8, a = 0.01 s/sample, comm 1 s, T = 100 s, F0 = 1, η = 0.1, βσ² = 4, δ = 0:
+    # optimisation 1/(0.1·4·K) with K = 100/(0.04 b + 1): 0.025 + 0.001 b; noise 0.2 · v.
+    # static v = 1/b: 0.001 b + 0.2/b falls all the way to the cap, b = 8.
+    # stream v(4, b, 8) = 0.5 for b = 2 and every b ≥ 4 (whole passes), 1.07 at b = 1, 0.57 at b = 3: b = 2.
+    est = Estimates(beta=1.0, rho=1.0, delta=0.0, sigma2=4.0, loss=1.0)
+    for streaming, expect in ((False, 8), (True, 2)):
+        d = DeviceCost(0.01, 0.0, 1.0, 1.0, 1.0, micro_cap=64, data_size=8, streaming=streaming)
+        assert search_homogeneous_at(4, [d], [1.0], est, 0.1, Budget(time_s=100.0)) == (expect,)
