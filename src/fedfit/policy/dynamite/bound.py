@@ -14,7 +14,9 @@ rounds affordable in the budget, the bound on the training error is::
     K = min(T_budget / max_i round_s_i,  E_budget / Σ_i round_j_i)
 
 β is the smoothness, ρ the Lipschitz constant, δ the gradient divergence, σ² the per-sample
-gradient variance and F0 the current loss gap (:mod:`.estimate` estimates them online).
+gradient variance and F0 the current loss gap (:mod:`.estimate` estimates them online). When the
+devices hold stream buffers, 1/b_i becomes the per-step variance of τ steps over the buffer
+(:meth:`DeviceCost.noise`, :mod:`.stream`).
 Larger batches cut the noise but buy fewer steps; larger τ saves transfers but lets models
 drift: :mod:`.search` finds the balance.
 
