@@ -3,8 +3,9 @@
 One concept per module: :mod:`.costs` (what a round of (τ, b) costs a device), :mod:`.bound`
 (the convergence bound and its homogeneous closed form), :mod:`.search` (exact search and the
 heterogeneous assignment), :mod:`.estimate` (online β, ρ, δ, σ², ζ), :mod:`.calibrate` (the
-drift term's factor c from the global model's loss), :mod:`.planner` (the adaptive planner that
-re-estimates and re-plans every round) and :mod:`.snapshot` (its state, for checkpoints).
+drift term's factor c from the global model's loss), :mod:`.stream` (the noise term when the
+devices hold stream buffers), :mod:`.planner` (the adaptive planner that re-estimates and re-plans
+every round) and :mod:`.snapshot` (its state, for checkpoints).
 """
 
 from fedfit.policy.dynamite.bound import Budget, Estimates, bound, closed_form, drift, rounds_affordable

@@ -14,7 +14,9 @@ rounds affordable in the budget, the bound on the training error is::
     K = min(T_budget / max_i round_s_i,  E_budget / Σ_i round_j_i)
 
 β is the smoothness, ρ the Lipschitz constant, δ the gradient divergence, σ² the per-sample
-gradient variance and F0 the current loss gap (:mod:`.estimate` estimates them online).
+gradient variance and F0 the current loss gap (:mod:`.estimate` estimates them online). When the
+devices hold stream buffers, 1/b_i becomes the per-step variance of τ steps over the buffer
+(:meth:`DeviceCost.noise`, :mod:`.stream`).
 Larger batches cut the noise but buy fewer steps; larger τ saves transfers but lets models
 drift: :mod:`.search` finds the balance.
 
@@ -128,7 +130,7 @@ def bound(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], share
     """
     k = rounds_affordable(tau, batches, devices, budget)
     optimisation = est.loss / (lr * k * tau) if k > 0 else math.inf
-    noise = est.beta * lr * est.sigma2 / 2 * sum(p * p / b for p, b in zip(shares, batches))
+    noise = est.beta * lr * est.sigma2 / 2 * sum(d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices))
     return optimisation + noise + est.rho * drift(tau, lr, est) / (lr * tau)
 
 

@@ -59,6 +59,8 @@ class DynamiteSettings:
         participation: share of the fleet training each round (scales the energy a round costs).
         calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
             drift term uncalibrated (c = 1).
+        streaming: the devices hold stream buffers (``data.stream``): the bound's noise term
+            takes the buffer's own sampling error into account (:mod:`.stream`).
     """
 
     solver: Solver = "heterogeneous"
@@ -71,6 +73,7 @@ class DynamiteSettings:
     max_accumulation: int = 1
     participation: float = 1.0
     calibration: Calibration | None = Calibration()
+    streaming: bool = False
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -170,7 +173,8 @@ class DynamitePlanner:
             state = self._reachable.get(device_id) or nominal_state(profile)
         self._reachable[device_id] = state
         d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
-                        payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation)
+                        payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation,
+                        streaming=self.settings.streaming)
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
         ratio = self.speed.get(device_id)
@@ -190,7 +194,8 @@ class DynamitePlanner:
         if obs is not None:
             self.estimator = observe(self.estimator, obs, self.settings.holding)
             if self.calibration is not None:
-                now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr)
+                now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr,
+                                 streaming=self.settings.streaming)
                 self.calibration = calibrate(self.calibration, now)
         self.versions[version] = flatten(params)
         for old in [v for v in self.versions if v < version - 16]:

@@ -163,7 +163,7 @@ class _Totals:
         self.tau, self.devices, self.shares, self.est, self.lr, self.budget = tau, devices, shares, est, lr, budget
         self.times = [d.round_s(tau, b) for d, b in zip(devices, batches)]
         self.energies = [d.round_j(tau, b) for d, b in zip(devices, batches)]
-        self.noises = [p * p / b for p, b in zip(shares, batches)]
+        self.noises = [d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices)]
         self.fixed = est.rho * drift(tau, lr, est) / (lr * tau)
         self._totals()
 
@@ -183,12 +183,12 @@ class _Totals:
         d = self.devices[i]
         others = self.top[2] if i == self.top[0] else self.top[1]
         return self._value(max(others, d.round_s(self.tau, b)), self.energy - self.energies[i] + d.round_j(self.tau, b),
-                           self.noise - self.noises[i] + self.shares[i] ** 2 / b)
+                           self.noise - self.noises[i] + d.noise(self.shares[i], self.tau, b))
 
     def move(self, i: int, b: int) -> None:
         d = self.devices[i]
         self.times[i], self.energies[i] = d.round_s(self.tau, b), d.round_j(self.tau, b)
-        self.noises[i] = self.shares[i] ** 2 / b
+        self.noises[i] = d.noise(self.shares[i], self.tau, b)
         self._totals()
 
     def _totals(self) -> None:
