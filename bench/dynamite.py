@@ -14,10 +14,6 @@ DYNAMITE's accuracy at the budget is above every fixed setting's.
     PYTHONPATH=src python bench/dynamite.py [--seeds 0 1 2] [--datasets digits fashion_mnist] [--stream]
         [--budget-s 30] [--strategies dynamite-online ...] [--uncalibrated] [--set KEY=VALUE ...]
 
-On streams the planner is told the devices hold stream buffers (``DynamiteSettings.streaming``,
-the bound's noise over a buffer, :mod:`fedfit.policy.dynamite.stream`): ``experiment.py`` does not
-pass it yet, so :func:`streaming_planners` sets it from ``data.stream`` (a no-op once it does).
-
 ``--uncalibrated`` runs DYNAMITE with the drift term's factor fixed at 1 (the bound as derived,
 ``dynamite.drift_calibration.enabled: false``); ``--strategies`` runs a subset (the summary
 line needs ``dynamite-online``, ``batch32-epoch1`` and the grid points); ``--set`` overrides config
@@ -27,14 +23,12 @@ keys for every run (YAML values, e.g. ``--set dynamite.drift_calibration.prior=1
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-import fedfit.experiment
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.experiment import built
 from fedfit.policy.dynamite.planner import DynamitePlanner
@@ -85,23 +79,6 @@ def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
                    time.perf_counter() - start, _mean([n for n, _ in held]), _mean([a for _, a in held]))
 
 
-def streaming_planners() -> None:
-    """Make ``fedfit.experiment`` build DYNAMITE planners with ``streaming`` set when the config
-    streams (the one line ``experiment.dynamite_planner`` lacks; idempotent)."""
-    build = fedfit.experiment.dynamite_planner
-    if getattr(build, "streaming_shim", False):
-        return
-
-    def with_stream(config: ExperimentConfig, *args: Any, **kwargs: Any) -> DynamitePlanner | None:
-        planner = build(config, *args, **kwargs)
-        if planner is not None and config.data.stream is not None:
-            planner.settings = dataclasses.replace(planner.settings, streaming=True)
-        return planner
-
-    setattr(with_stream, "streaming_shim", True)
-    fedfit.experiment.dynamite_planner = with_stream
-
-
 def _mean(xs: list[float] | list[int]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -120,7 +97,6 @@ def main() -> None:
     parser.add_argument("--uncalibrated", action="store_true", help="DYNAMITE's drift factor fixed at 1")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides (YAML values)")
     args = parser.parse_args()
-    streaming_planners()
     path = "examples/dynamite_stream.yaml" if args.stream else "examples/dynamite.yaml"
     base = load_config(path)
     names = args.strategies or (stream_strategies(base) if args.stream else STRATEGIES)

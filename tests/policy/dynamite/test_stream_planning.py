@@ -25,3 +25,12 @@ def test_planner_data_sizes_are_the_buffer_sizes_and_batches_fit_them() -> None:
                 if isinstance(r.outcome, Update):
                     assert r.plan.micro_batch * r.plan.accumulation_steps <= r.outcome.num_examples
         assert planner.observed == 4
+
+
+def test_a_streaming_config_plans_with_the_stream_noise_term_and_a_static_one_without() -> None:
+    streaming = small(data={"stream": {"rate_per_s": 1.0, "buffer_size": 20, "initial": 4}})
+    for config, expected in ((streaming, True), (small(), False)):
+        with built(config) as exp:
+            planner = exp.orchestrator.observer
+            assert isinstance(planner, DynamitePlanner)
+            assert planner.settings.streaming is expected
