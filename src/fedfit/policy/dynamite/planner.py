@@ -39,6 +39,7 @@ from fedfit.policy.width import nominal_state
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan, Update
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
+EnergyCap = Literal["homogeneous", "off"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,9 @@ class DynamiteSettings:
         participation: share of the fleet training each round (scales the energy a round costs).
         calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
             drift term uncalibrated (c = 1).
+        energy_cap: ``homogeneous``: the heterogeneous solver's rounds cost no more joules than
+            the best common batch's at the same τ (:mod:`.energy_fill`); ``off``: devices off the
+            critical path fill their time share whatever it costs in joules.
     """
 
     solver: Solver = "heterogeneous"
@@ -71,6 +75,7 @@ class DynamiteSettings:
     max_accumulation: int = 1
     participation: float = 1.0
     calibration: Calibration | None = Calibration()
+    energy_cap: EnergyCap = "homogeneous"
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -147,7 +152,8 @@ class DynamitePlanner:
         found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
         if s.solver == "homogeneous":
             return found
-        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found)
+        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
+                                    energy_cap=s.energy_cap == "homogeneous")
 
     def estimates(self) -> Estimates:
         """The estimates the next plan uses: smoothed, the prior's where none yet, drift calibrated."""
