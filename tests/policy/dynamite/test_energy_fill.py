@@ -90,7 +90,7 @@ def test_config_key_reaches_the_planner_and_bad_values_are_refused() -> None:
     from fedfit.policy.dynamite.planner import DynamitePlanner
     from tests.policy.dynamite.test_dynamite_end_to_end import small
 
-    for value in ("homogeneous", "off"):
+    for value in ("homogeneous", "none"):
         with built(small(dynamite={"energy_cap": value})) as exp:
             assert isinstance(exp.orchestrator.observer, DynamitePlanner)
             assert exp.orchestrator.observer.settings.energy_cap == value

@@ -32,7 +32,7 @@ shrink the straggler's batch to buy rounds (that frees joules) and spend what it
 
 An energy budget in the config (``budget_energy_j``, alone or with the time budget) already
 prices joules through K = E / Σ round_j; the cap applies on top and only binds where the
-energy budget does not. ``energy_cap: off`` is the plain time-share fill.
+energy budget does not. ``energy_cap: none`` is the plain time-share fill.
 """
 
 from __future__ import annotations

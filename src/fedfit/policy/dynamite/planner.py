@@ -39,7 +39,7 @@ from fedfit.policy.width import nominal_state
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan, Update
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
-EnergyCap = Literal["homogeneous", "off"]
+EnergyCap = Literal["homogeneous", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class DynamiteSettings:
         calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
             drift term uncalibrated (c = 1).
         energy_cap: ``homogeneous``: the heterogeneous solver's rounds cost no more joules than
-            the best common batch's at the same τ (:mod:`.energy_fill`); ``off``: devices off the
+            the best common batch's at the same τ (:mod:`.energy_fill`); ``none``: devices off the
             critical path fill their time share whatever it costs in joules.
     """
 
