@@ -63,12 +63,16 @@ def test_capped_assignment_spends_no_more_than_the_common_batch() -> None:
     assert capped.batches[0] > capped.batches[1]
 
 
-def test_cap_holds_over_an_energy_budget_too() -> None:
+def test_an_energy_budget_prices_the_joules_instead_of_the_cap() -> None:
     devices = [device(0.001, comm_s=1.0), device(0.01, comm_s=1.0)]
-    budget = Budget(time_s=100.0, energy_j=1e6)  # the energy budget does not bind
-    plan = assign_heterogeneous(devices, [0.5, 0.5], EST, 0.1, budget, tau_max=10)
-    common = search_homogeneous_at(plan.tau, devices, [0.5, 0.5], EST, 0.1, budget)
-    assert round_energy_j(plan.tau, plan.batches, devices) <= round_energy_j(plan.tau, common, devices) * (1 + 1e-9)
+    for energy_j in (60.0, 1e6):  # binding, and not
+        budget = Budget(time_s=100.0, energy_j=energy_j)
+        args = (devices, [0.5, 0.5], EST, 0.1, budget)
+        assert assign_heterogeneous(*args, tau_max=10) == assign_heterogeneous(*args, tau_max=10, energy_cap=False)
+    # a binding energy budget alone keeps the round's joules down: K = E / Σ round_j
+    tight = assign_heterogeneous(devices, [0.5, 0.5], EST, 0.1, Budget(time_s=100.0, energy_j=60.0), tau_max=10)
+    loose = assign_heterogeneous(devices, [0.5, 0.5], EST, 0.1, Budget(time_s=100.0, energy_j=1e6), tau_max=10)
+    assert round_energy_j(tight.tau, tight.batches, devices) < round_energy_j(loose.tau, loose.batches, devices)
 
 
 def test_both_budgets_bind_at_the_smaller_round_count() -> None:

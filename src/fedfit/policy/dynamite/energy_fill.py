@@ -31,8 +31,11 @@ checks). The descent that follows (:mod:`.search`) keeps every move within E_c: 
 shrink the straggler's batch to buy rounds (that frees joules) and spend what it freed.
 
 An energy budget in the config (``budget_energy_j``, alone or with the time budget) already
-prices joules through K = E / Σ round_j; the cap applies on top and only binds where the
-energy budget does not. ``energy_cap: none`` is the plain time-share fill.
+prices joules through K = min(T / max round_s, E / Σ round_j): every fill step and descent move
+is then taken only where its noise reduction is worth the rounds its joules cost, at the price
+the user set. The cap is not applied then (it would override that price with a second, stricter
+one; on the development runs it cost time and joules). ``energy_cap: none`` is the plain
+time-share fill.
 """
 
 from __future__ import annotations

@@ -60,9 +60,10 @@ class DynamiteSettings:
         participation: share of the fleet training each round (scales the energy a round costs).
         calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
             drift term uncalibrated (c = 1).
-        energy_cap: ``homogeneous``: the heterogeneous solver's rounds cost no more joules than
-            the best common batch's at the same τ (:mod:`.energy_fill`); ``none``: devices off the
-            critical path fill their time share whatever it costs in joules.
+        energy_cap: ``homogeneous``: without an energy budget, the heterogeneous solver's
+            rounds cost no more joules than the best common batch's at the same τ
+            (:mod:`.energy_fill`); ``none``: devices off the critical path fill their time
+            share whatever it costs in joules.
     """
 
     solver: Solver = "heterogeneous"
