@@ -47,9 +47,10 @@ class DynamiteConfig(Section):
 
     ``mode`` picks the solver (``off``: not used); ``adapt`` re-estimates and re-plans after
     every aggregation, else the plan is fixed after ``warmup_rounds``. ``energy_cap`` (the
-    ``heterogeneous`` solver, without ``budget_energy_j``): ``homogeneous`` keeps each round's joules at or below the best
-    common batch's at the same τ (:mod:`fedfit.policy.dynamite.energy_fill`); ``none`` lets
-    devices off the critical path fill their time share with larger batches whatever the joules."""
+    ``heterogeneous`` solver, without ``budget_energy_j``): ``homogeneous`` keeps each round's
+    joules at or below the best common batch's at the same τ
+    (:mod:`fedfit.policy.dynamite.energy_fill`); ``none`` lets devices off the critical path
+    fill their time share with larger batches whatever the joules."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
