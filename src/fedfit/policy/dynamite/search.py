@@ -213,7 +213,8 @@ class _Totals:
         energy = self.energy - self.energies[i] + d.round_j(self.tau, b)
         if energy > self.cap_j * (1 + 1e-12):
             return math.inf
-        return self._value(max(others, d.round_s(self.tau, b)), energy, self.noise - self.noises[i] + self.shares[i] ** 2 / b)
+        noise = self.noise - self.noises[i] + self.shares[i] ** 2 / b
+        return self._value(max(others, d.round_s(self.tau, b)), energy, noise)
 
     def move(self, i: int, b: int) -> None:
         d = self.devices[i]
