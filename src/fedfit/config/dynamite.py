@@ -46,7 +46,11 @@ class DynamiteConfig(Section):
     """DYNAMITE (seed 001): co-optimised local steps τ and per-device batch b_i under a budget.
 
     ``mode`` picks the solver (``off``: not used); ``adapt`` re-estimates and re-plans after
-    every aggregation, else the plan is fixed after ``warmup_rounds``."""
+    every aggregation, else the plan is fixed after ``warmup_rounds``. ``energy_cap`` (the
+    ``heterogeneous`` solver, without ``budget_energy_j``): ``homogeneous`` keeps each round's
+    joules at or below the best common batch's at the same τ
+    (:mod:`fedfit.policy.dynamite.energy_fill`); ``none`` lets devices off the critical path
+    fill their time share with larger batches whatever the joules."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -58,6 +62,7 @@ class DynamiteConfig(Section):
     max_accumulation: PositiveInt = 1
     prior: DynamitePriorConfig = DynamitePriorConfig()
     drift_calibration: DriftCalibrationConfig = DriftCalibrationConfig()
+    energy_cap: Literal["homogeneous", "none"] = "homogeneous"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

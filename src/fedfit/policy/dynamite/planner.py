@@ -39,6 +39,7 @@ from fedfit.policy.width import nominal_state
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan, Update
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
+EnergyCap = Literal["homogeneous", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,10 @@ class DynamiteSettings:
             drift term uncalibrated (c = 1).
         streaming: the devices hold stream buffers (``data.stream``): the bound's noise term
             takes the buffer's own sampling error into account (:mod:`.stream`).
+        energy_cap: ``homogeneous``: without an energy budget, the heterogeneous solver's
+            rounds cost no more joules than the best common batch's at the same τ
+            (:mod:`.energy_fill`); ``none``: devices off the critical path fill their time
+            share whatever it costs in joules.
     """
 
     solver: Solver = "heterogeneous"
@@ -74,6 +79,7 @@ class DynamiteSettings:
     participation: float = 1.0
     calibration: Calibration | None = Calibration()
     streaming: bool = False
+    energy_cap: EnergyCap = "homogeneous"
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -150,7 +156,8 @@ class DynamitePlanner:
         found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
         if s.solver == "homogeneous":
             return found
-        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found)
+        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
+                                    energy_cap=s.energy_cap == "homogeneous")
 
     def estimates(self) -> Estimates:
         """The estimates the next plan uses: smoothed, the prior's where none yet, drift calibrated."""

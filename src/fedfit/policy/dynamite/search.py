@@ -7,9 +7,12 @@ Three solvers, from the paper's offline solutions:
 * :func:`search_homogeneous`: an exact search over τ = 1..τ_max and a batch grid;
 * :func:`assign_heterogeneous`: different b_i per device. From the homogeneous optimum at each
   τ near it, a greedy descent moves one device's batch a grid step up or down, whichever
-  lowers the bound most, until no move helps. Devices off the critical path grow into their
-  time share for free (K is set by the slowest round), capped by what their memory and data
-  afford; larger-data devices gain most (their noise weight is p_i²); a slow device's batch
+  lowers the bound most, until no move helps. By default (``energy_cap``) a round may cost no
+  more joules than the best common batch's at that τ: the descent starts from the batches
+  that spend those joules where they cut the noise most (:mod:`.energy_fill`, which derives
+  it). Without the cap, devices off the critical path first grow into their time share for
+  free (K is set by the slowest round), capped by what their memory and data afford. Either
+  way larger-data devices gain most (their noise weight is p_i²), and a slow device's batch
   shrinks when more rounds are worth more than its noise.
 """
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 from fedfit.policy.dynamite.bound import Budget, Estimates, RoundShape, bound, closed_form, drift
 from fedfit.policy.dynamite.costs import DeviceCost
+from fedfit.policy.dynamite.energy_fill import energy_fill, round_energy_j
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +106,17 @@ def _integers_around(x: float, upper: int) -> tuple[int, ...]:
 
 
 def assign_heterogeneous(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
-                         budget: Budget, tau_max: int, *, start: Assignment | None = None) -> Assignment:
-    """Per-device b_i: greedy descent from the homogeneous optimum at τ and its neighbours."""
+                         budget: Budget, tau_max: int, *, start: Assignment | None = None,
+                         energy_cap: bool = True) -> Assignment:
+    """Per-device b_i: greedy descent from the homogeneous optimum at τ and its neighbours
+    (``energy_cap`` and no energy budget: no round above the joules of the best common batch at
+    its τ; an energy budget prices the joules through K instead)."""
     start = start or search_homogeneous(devices, shares, est, lr, budget, tau_max)
     best = start
     for tau in range(max(1, start.tau - 2), min(tau_max, start.tau + 2) + 1):
         common = search_homogeneous_at(tau, devices, shares, est, lr, budget)
-        found = _descend(tau, list(common), devices, shares, est, lr, budget)
+        cap_j = round_energy_j(tau, common, devices) if energy_cap and budget.energy_j is None else math.inf
+        found = _descend(tau, list(common), devices, shares, est, lr, budget, cap_j)
         if found.bound < best.bound:
             best = found
     return best
@@ -123,10 +131,13 @@ def search_homogeneous_at(tau: int, devices: Sequence[DeviceCost], shares: Seque
 
 
 def _descend(tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
-             est: Estimates, lr: float, budget: Budget) -> Assignment:
+             est: Estimates, lr: float, budget: Budget, cap_j: float = math.inf) -> Assignment:
     grids = [batch_grid(d.batch_cap) for d in devices]
-    state = _Totals(tau, batches, devices, shares, est, lr, budget)
-    _fill_time_shares(state, batches, grids)
+    state = _Totals(tau, batches, devices, shares, est, lr, budget, cap_j)
+    if math.isinf(cap_j):
+        _fill_time_shares(state, batches, grids)
+    else:
+        _fill_energy(state, batches, grids)
     for _ in range(2 * sum(len(g) for g in grids)):  # each device crosses its grid at most twice
         moves = [(i, b) for i, g in enumerate(grids) for b in _neighbours(g, batches[i])]
         scored = [(state.value_if(i, b), i, b) for i, b in moves]
@@ -149,6 +160,21 @@ def _fill_time_shares(state: _Totals, batches: list[int], grids: list[list[int]]
             state.move(i, fits[-1])
 
 
+def _fill_energy(state: _Totals, batches: list[int], grids: list[list[int]]) -> None:
+    """Replace the common batches by :func:`energy_fill`'s within the same joules and slowest
+    round, where that lowers the bound."""
+    filled = energy_fill(state.tau, state.devices, state.shares, grids, max(state.times), state.cap_j)
+    before = state.value()
+    moved = list(batches)
+    for i, b in enumerate(filled):
+        state.move(i, b)
+    if state.value() < before:
+        batches[:] = filled
+        return
+    for i, b in enumerate(moved):
+        state.move(i, b)
+
+
 def _neighbours(grid: list[int], b: int) -> list[int]:
     up = [g for g in grid if g > b]
     down = [g for g in grid if g < b]
@@ -159,8 +185,9 @@ class _Totals:
     """The bound's sums kept up to date so one device's move is scored in O(1)."""
 
     def __init__(self, tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
-                 est: Estimates, lr: float, budget: Budget) -> None:
+                 est: Estimates, lr: float, budget: Budget, cap_j: float = math.inf) -> None:
         self.tau, self.devices, self.shares, self.est, self.lr, self.budget = tau, devices, shares, est, lr, budget
+        self.cap_j = cap_j  # joules a round may cost (inf: no cap)
         self.times = [d.round_s(tau, b) for d, b in zip(devices, batches)]
         self.energies = [d.round_j(tau, b) for d, b in zip(devices, batches)]
         self.noises = [d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices)]
@@ -180,10 +207,14 @@ class _Totals:
         return self._value(self.top[1], self.energy, self.noise)
 
     def value_if(self, i: int, b: int) -> float:
+        """Φ with device ``i`` at batch ``b`` (``inf`` where the round would pass the energy cap)."""
         d = self.devices[i]
         others = self.top[2] if i == self.top[0] else self.top[1]
-        return self._value(max(others, d.round_s(self.tau, b)), self.energy - self.energies[i] + d.round_j(self.tau, b),
-                           self.noise - self.noises[i] + d.noise(self.shares[i], self.tau, b))
+        energy = self.energy - self.energies[i] + d.round_j(self.tau, b)
+        if energy > self.cap_j * (1 + 1e-12):
+            return math.inf
+        noise = self.noise - self.noises[i] + d.noise(self.shares[i], self.tau, b)
+        return self._value(max(others, d.round_s(self.tau, b)), energy, noise)
 
     def move(self, i: int, b: int) -> None:
         d = self.devices[i]
