@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import overload
 
 import numpy as np
@@ -240,6 +240,9 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         self._cache: OrderedDict[int, LazyTrace] = OrderedDict()
         self._cache_size = cache_size
         self._shapes: dict[int, Hashable] = {}  # trace shape by id of profile (profiles are held above)
+        # Whether each device of the last batch asked at one time was online, and that time on the
+        # grid: a look within the same step is that answer (a pure function of device and step).
+        self._held: tuple[float, dict[int, bool]] = (-1.0, {})
 
     def __len__(self) -> int:
         return len(self._profiles)
@@ -267,14 +270,15 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             self._cache.move_to_end(device)
         return trace
 
-    def _groups(self, devices: Sequence[int]) -> tuple[list[int], dict[Hashable, list[int]]]:
-        """Positions of ``devices`` with a CSV trace, and the others grouped by trace shape."""
+    def _groups(self, devices: Sequence[int], positions: Iterable[int]) -> tuple[list[int], dict[Hashable, list[int]]]:
+        """Of ``positions`` in ``devices``: those with a CSV trace, and the others by trace shape."""
         from fedfit.devices.lazy_batch import shape_of  # it builds on this module
 
         overridden: list[int] = []
         groups: dict[Hashable, list[int]] = {}
         shapes, profiles = self._shapes, self._profiles
-        for i, device in enumerate(devices):
+        for i in positions:
+            device = devices[i]
             if device in self._overrides:
                 overridden.append(i)
                 continue
@@ -293,7 +297,7 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
 
         times = [float(t_s)] * len(devices) if isinstance(t_s, (int, float)) else list(t_s)
         found: list[DeviceState | None] = [None] * len(devices)
-        overridden, groups = self._groups(devices)
+        overridden, groups = self._groups(devices, range(len(devices)))
         for i in overridden:  # the user's CSV trace
             found[i] = self._overrides[devices[i]].state_at(times[i])
         for rows in groups.values():
@@ -306,7 +310,14 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             profiles = [self._profiles[d] for d in ids]
             for i, state in zip(rows, states_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64), at)):
                 found[i] = state
-        return [s for s in found if s is not None]
+        states = [s for s in found if s is not None]
+        if isinstance(t_s, (int, float)) and math.isfinite(t_s) and t_s >= 0:
+            overrides = self._overrides
+            self._held = (self._on_grid(t_s), {d: s.online for d, s in zip(devices, states) if d not in overrides})
+        return states
+
+    def _on_grid(self, t_s: float) -> float:
+        return math.floor(t_s / self._params.step_s) * self._params.step_s
 
     def online_many(self, devices: Sequence[int], times: Sequence[float]) -> list[bool]:
         """``self[d].state_at(t).online`` for each device and its time, lazy ones computed together
@@ -314,7 +325,14 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         from fedfit.devices.lazy_batch import online_at  # it builds on this module
 
         found = [False] * len(devices)
-        overridden, groups = self._groups(devices)
+        held_t, held = self._held
+        asked = []
+        for i, (device, t) in enumerate(zip(devices, times)):
+            if device in held and self._on_grid(t) == held_t:
+                found[i] = held[device]
+            else:
+                asked.append(i)
+        overridden, groups = self._groups(devices, asked)
         for i in overridden:  # the user's CSV trace
             found[i] = self._overrides[devices[i]].state_at(times[i]).online
         for rows in groups.values():
