@@ -193,9 +193,12 @@ class SimulatedFleet:
         """Turn the dispatches not yet priced into waiting tasks (their cost and dispatch checks)."""
         unpriced, self._unpriced = self._unpriced, []
         profiles = [self._profiles[plan.device_id] for plan, _, _, _ in unpriced]
-        sizes: dict[int, int] = {}  # tasks often share one payload (the whole model)
-        payloads = [sizes[id(params)] if id(params) in sizes else sizes.setdefault(id(params), payload_bytes(params))
-                    for _, _, params, _ in unpriced]
+        sizes: dict[tuple[int, ...], int] = {}  # tasks often hold the same tensors (the whole model)
+        payloads = []
+        for _, _, params, _ in unpriced:  # every params is held until priced: its tensors' ids are theirs
+            key = tuple(map(id, params.values()))
+            size = sizes.get(key)
+            payloads.append(sizes.setdefault(key, payload_bytes(params)) if size is None else size)
         costs = self._task_costs([u[0] for u in unpriced], profiles, [u[1] for u in unpriced],
                                  [self._examples[u[0].device_id] for u in unpriced], payloads)
         for (plan, state, params, now_s), profile, cost in zip(unpriced, profiles, costs):
