@@ -16,6 +16,7 @@ from fedfit.devices.lazy_batch import online_at, shape_of, states_at
 from fedfit.devices import lazy_trace
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.trace_params import TraceParams
+from fedfit.types import Thermal
 
 _KEYS = [0, 1, 7, -1, -2, -7, 12345, 2**40 + 3, -(2**40), 2**61 - 2, 2**61 - 1, 2**61, -(2**61 - 1), 2**62 + 5]
 
@@ -165,3 +166,12 @@ def test_lazy_traces_batch_mixed_phone_tiers_together(monkeypatch: pytest.Monkey
     assert calls == [36]
     assert traces.online_many(devices, times) == [LazyTrace(p, TraceParams(), 6, d).state_at(t).online
                                                   for d, (p, t) in enumerate(zip(profiles, times))]
+
+
+def test_batched_thermal_states_equal_scalar_ones_at_every_level() -> None:
+    params = dataclasses.replace(TraceParams(), warm_c=31.0, hot_c=33.0)  # all three levels common
+    ids = np.arange(600, dtype=np.int64)
+    got = states_at(TIERS["smartwatch"], params, 1, ids, 14 * 3600.0)
+
+    assert got == [LazyTrace(TIERS["smartwatch"], params, 1, int(d)).state_at(14 * 3600.0) for d in ids]
+    assert {s.thermal for s in got} == {Thermal.NOMINAL, Thermal.WARM, Thermal.HOT}

@@ -36,8 +36,7 @@ from fedfit.devices.lazy_trace import (
     _AVAILABILITY, _DEPOT, _HABITS, _HEAT, _LOWBAND_IN_COVERAGE, _MEMORY, _MOBILE_CDF, _NETWORK, LINK_BLOCK_S,
 )
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
-from fedfit.devices.traces import thermal_of
-from fedfit.types import DeviceProfile, DeviceState, Link
+from fedfit.types import DeviceProfile, DeviceState, Link, Thermal
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -135,12 +134,15 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
         level_of, charging = list(level.tolist()), list(charge.tolist())
         online &= level > 0
     heating = np.array([bool(c) and rows.energy == "nightly" for c in charging], dtype=np.bool_)
-    temps = _temperature(params, rows, seed, ids, t, share, heating).tolist()
+    heat = _temperature(params, rows, seed, ids, t, share, heating)
+    temps = heat.tolist()
+    levels_of = (Thermal.NOMINAL, Thermal.WARM, Thermal.HOT)  # traces.thermal_of, compared alike
+    thermals = [levels_of[c] for c in ((heat >= params.warm_c).astype(np.int64) + (heat >= params.hot_c)).tolist()]
     free = np.floor(rows.memory * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).tolist()
     cpu = np.minimum(1.0, 0.05 + 1.5 * share).tolist()
     links = [gen.LINKS[c] for c in code.tolist()]
     return [DeviceState(free_memory_bytes=int(free[i]), battery_fraction=level_of[i], charging=charging[i],
-                        temperature_c=temps[i], thermal=thermal_of(temps[i], params), link=links[i],
+                        temperature_c=temps[i], thermal=thermals[i], link=links[i],
                         bandwidth_bps=b, online=o, cpu_utilisation=cpu[i])
             for i, (b, o) in enumerate(zip(bps.tolist(), online.tolist()))]
 
