@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
-from fedfit.devices.catalogue import TIERS
+from fedfit.devices import counter_rng
+from fedfit.devices.catalogue import TIERS, tier
 from fedfit.devices.counter_rng import normal, normals, uniform, uniforms
-from fedfit.devices.lazy_batch import online_at, states_at
+from fedfit.devices import lazy_batch
+from fedfit.devices.lazy_batch import online_at, shape_of, states_at
 from fedfit.devices import lazy_trace
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.devices.trace_params import TraceParams
+from fedfit.types import Thermal
 
 _KEYS = [0, 1, 7, -1, -2, -7, 12345, 2**40 + 3, -(2**40), 2**61 - 2, 2**61 - 1, 2**61, -(2**61 - 1), 2**62 + 5]
 
 
-def test_uniforms_equal_the_scalar_hash_for_any_keys() -> None:
-    rng = random.Random(0)
+@pytest.mark.parametrize("count", [1, 8, 40])  # one by one up to counter_rng.SCALAR_UP_TO, numpy above
+def test_uniforms_equal_the_scalar_hash_for_any_keys(count: int) -> None:
+    rng = random.Random(count)
     for _ in range(300):
         keys = [rng.choice(_KEYS) for _ in range(rng.randint(1, 6))]
         column = rng.randrange(len(keys))
-        values = [rng.choice(_KEYS) for _ in range(8)]
+        values = [rng.choice(_KEYS) for _ in range(count)]
         batched = uniforms(*keys[:column], np.array(values, dtype=np.int64), *keys[column + 1:])
         assert batched.tolist() == [uniform(*keys[:column], v, *keys[column + 1:]) for v in values]
+
+
+def test_small_draws_of_two_dimensional_keys_equal_the_numpy_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    ids, days = np.array([[4], [9]], dtype=np.int64), np.array([[1, 2, 3]], dtype=np.int64)
+    one_by_one = uniforms(7, ids, 2, days, -1)
+    monkeypatch.setattr(counter_rng, "SCALAR_UP_TO", 0)
+
+    assert one_by_one.shape == (2, 3)
+    assert one_by_one.tolist() == uniforms(7, ids, 2, days, -1).tolist() == [
+        [uniform(7, d, 2, day, -1) for day in (1, 2, 3)] for d in (4, 9)]
 
 
 def test_normals_equal_the_scalar_normals() -> None:
@@ -107,11 +122,56 @@ def test_normals_of_two_dimensional_keys_equal_the_scalar_normals() -> None:
 def test_batched_battery_equals_scalar_with_many_top_ups_and_low_battery_reactions(plug_chance: float) -> None:
     # many Poisson top-ups a day, a fast drain that reaches the low-battery mark often, and the
     # geometric wait's edge cases (never plugs in, plugs in at once)
-    import dataclasses
-
     params = dataclasses.replace(TraceParams(), plugins_per_day=6.0, low_battery=0.6,
                                  low_battery_plug_per_step=plug_chance)
     ids = np.random.default_rng(2).integers(0, 1_000_000, 150)
     for t in (3 * 3600.0, 20 * 3600.0, 2 * 86400.0 + 9 * 3600.0):
         expected = [LazyTrace(TIERS["older_phone"], params, 1, int(d)).state_at(t) for d in ids]
         assert states_at(TIERS["older_phone"], params, 1, ids, t) == expected
+
+
+def test_tiers_of_one_shape_are_computed_in_one_pass_equal_to_scalar_states() -> None:
+    # three phone tiers and a user tier (default behaviour) differ in drain, charge, heat,
+    # memory and willing curve, not in shape: one batch, each row its own tier's values
+    custom = dataclasses.replace(tier("older_phone"), tier="budget_phone", training_memory_bytes=3 * 2**20)
+    kinds = [TIERS["flagship_phone"], TIERS["midrange_phone"], TIERS["older_phone"], custom]
+    params, rng = TraceParams(), np.random.default_rng(5)
+    ids = rng.integers(0, 1_000_000, 240)
+    profiles = [kinds[int(k)] for k in rng.integers(0, 4, 240)]
+    for t in (2 * 3600.0, 23 * 3600.0, 86400.0 + 13 * 3600.0):
+        expected = [LazyTrace(p, params, 8, int(d)).state_at(t) for p, d in zip(profiles, ids)]
+        assert states_at(profiles, params, 8, ids, t) == expected
+        assert online_at(profiles, params, 8, ids, t).tolist() == [s.online for s in expected]
+
+
+def test_tiers_of_different_shapes_are_not_batched_together() -> None:
+    with pytest.raises(ValueError, match="trace shape"):
+        states_at([TIERS["flagship_phone"], TIERS["sensor_mcu"]], TraceParams(), 0, np.array([1, 2]), 60.0)
+    assert shape_of(TIERS["flagship_phone"], TraceParams()) == shape_of(TIERS["older_phone"], TraceParams())
+    assert shape_of(TIERS["flagship_phone"], TraceParams()) != shape_of(TIERS["vehicle_computer"], TraceParams())
+
+
+def test_lazy_traces_batch_mixed_phone_tiers_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 30)  # 3 x 12 phones: batched only as one shape
+    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 30)
+    calls: list[int] = []
+    real = lazy_batch.states_at
+    monkeypatch.setattr(lazy_batch, "states_at", lambda p, *a: calls.append(len(p)) or real(p, *a))
+    profiles = [TIERS[n] for n in ("flagship_phone", "midrange_phone", "older_phone")] * 12
+    traces = LazyTraces(profiles, TraceParams(), seed=6)
+    devices, times = list(range(36)), [5000.0 + 700.0 * d for d in range(36)]
+
+    assert traces.states_at(devices, 9000.0) == [LazyTrace(p, TraceParams(), 6, d).state_at(9000.0)
+                                                 for d, p in enumerate(profiles)]
+    assert calls == [36]
+    assert traces.online_many(devices, times) == [LazyTrace(p, TraceParams(), 6, d).state_at(t).online
+                                                  for d, (p, t) in enumerate(zip(profiles, times))]
+
+
+def test_batched_thermal_states_equal_scalar_ones_at_every_level() -> None:
+    params = dataclasses.replace(TraceParams(), warm_c=31.0, hot_c=33.0)  # all three levels common
+    ids = np.arange(600, dtype=np.int64)
+    got = states_at(TIERS["smartwatch"], params, 1, ids, 14 * 3600.0)
+
+    assert got == [LazyTrace(TIERS["smartwatch"], params, 1, int(d)).state_at(14 * 3600.0) for d in ids]
+    assert {s.thermal for s in got} == {Thermal.NOMINAL, Thermal.WARM, Thermal.HOT}

@@ -69,8 +69,17 @@ def _array_lane(key: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
     return np.where(h == -1, -2, h).astype(np.int64).view(np.uint64)
 
 
+#: Key tuples up to which :func:`uniforms` hashes one by one (a numpy pass costs ~30 scalar hashes).
+SCALAR_UP_TO = 16
+
+
 def uniforms(*keys: Keys) -> FloatArray:
     """``uniform`` of each key tuple, for keys given as broadcastable integer arrays (or ints)."""
+    shape = np.broadcast_shapes(*(np.shape(k) for k in keys))
+    if math.prod(shape) <= SCALAR_UP_TO and shape:
+        columns = [[k] * math.prod(shape) if isinstance(k, int) else np.broadcast_to(k, shape).ravel().tolist()
+                   for k in keys]
+        return np.array([uniform(*row) for row in zip(*columns)], dtype=np.float64).reshape(shape)
     with np.errstate(over="ignore"):  # 64-bit wrap-around is the hash's arithmetic
         return _hashed(keys)
 

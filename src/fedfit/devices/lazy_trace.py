@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import overload
 
 import numpy as np
@@ -40,7 +40,7 @@ from fedfit.devices.traces import DeviceTrace, thermal_of, with_consumption
 from fedfit.types import DeviceProfile, DeviceState, Link
 
 _HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)
-#: Devices of one profile from which :meth:`LazyTraces.states_at` computes them together (a
+#: Devices of one trace shape from which :meth:`LazyTraces.states_at` computes them together (a
 #: batch costs a fixed few ms of numpy passes; measured break-even ~90 devices, ``bench/scale.py states``).
 BATCH_FROM = 96
 #: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws).
@@ -239,6 +239,10 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         self._overrides = dict(overrides or {})
         self._cache: OrderedDict[int, LazyTrace] = OrderedDict()
         self._cache_size = cache_size
+        self._shapes: dict[int, Hashable] = {}  # trace shape by id of profile (profiles are held above)
+        # Whether each device of the last batch asked at one time was online, and that time on the
+        # grid: a look within the same step is that answer (a pure function of device and step).
+        self._held: tuple[float, dict[int, bool]] = (-1.0, {})
 
     def __len__(self) -> int:
         return len(self._profiles)
@@ -266,30 +270,54 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             self._cache.move_to_end(device)
         return trace
 
+    def _groups(self, devices: Sequence[int], positions: Iterable[int]) -> tuple[list[int], dict[Hashable, list[int]]]:
+        """Of ``positions`` in ``devices``: those with a CSV trace, and the others by trace shape."""
+        from fedfit.devices.lazy_batch import shape_of  # it builds on this module
+
+        overridden: list[int] = []
+        groups: dict[Hashable, list[int]] = {}
+        shapes, profiles = self._shapes, self._profiles
+        for i in positions:
+            device = devices[i]
+            if device in self._overrides:
+                overridden.append(i)
+                continue
+            profile = profiles[device]
+            shape = shapes.get(id(profile))
+            if shape is None:
+                shape = shapes[id(profile)] = shape_of(profile, self._params)
+            groups.setdefault(shape, []).append(i)
+        return overridden, groups
+
     def states_at(self, devices: Sequence[int], t_s: float | Sequence[float]) -> list[DeviceState]:
         """``self[d].state_at(t)`` for each of ``devices`` at ``t_s`` (one time, or one per
         device), lazy ones computed together (:func:`fedfit.devices.lazy_batch.states_at`, per
-        profile), equal to one by one."""
+        trace shape), equal to one by one."""
         from fedfit.devices.lazy_batch import states_at  # it builds on this module
 
         times = [float(t_s)] * len(devices) if isinstance(t_s, (int, float)) else list(t_s)
         found: list[DeviceState | None] = [None] * len(devices)
-        groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
-        for i, device in enumerate(devices):
-            if device in self._overrides:  # the user's CSV trace
-                found[i] = self._overrides[device].state_at(times[i])
-            else:
-                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
-        for profile, rows in groups.values():
+        overridden, groups = self._groups(devices, range(len(devices)))
+        for i in overridden:  # the user's CSV trace
+            found[i] = self._overrides[devices[i]].state_at(times[i])
+        for rows in groups.values():
             if len(rows) < BATCH_FROM:  # a few numpy passes cost more than a few devices one by one
                 for i in rows:
                     found[i] = self[devices[i]].state_at(times[i])
                 continue
-            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            ids = [devices[i] for i in rows]
             at = np.array([times[i] for i in rows], dtype=np.float64)
-            for i, state in zip(rows, states_at(profile, self._params, self._seed, ids, at)):
+            profiles = [self._profiles[d] for d in ids]
+            for i, state in zip(rows, states_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64), at)):
                 found[i] = state
-        return [s for s in found if s is not None]
+        states = [s for s in found if s is not None]
+        if isinstance(t_s, (int, float)) and math.isfinite(t_s) and t_s >= 0:
+            overrides = self._overrides
+            self._held = (self._on_grid(t_s), {d: s.online for d, s in zip(devices, states) if d not in overrides})
+        return states
+
+    def _on_grid(self, t_s: float) -> float:
+        return math.floor(t_s / self._params.step_s) * self._params.step_s
 
     def online_many(self, devices: Sequence[int], times: Sequence[float]) -> list[bool]:
         """``self[d].state_at(t).online`` for each device and its time, lazy ones computed together
@@ -297,25 +325,30 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         from fedfit.devices.lazy_batch import online_at  # it builds on this module
 
         found = [False] * len(devices)
-        groups: dict[int, tuple[DeviceProfile, list[int]]] = {}
-        for i, device in enumerate(devices):
-            if device in self._overrides:  # the user's CSV trace
-                found[i] = self._overrides[device].state_at(times[i]).online
+        held_t, held = self._held
+        asked = []
+        for i, (device, t) in enumerate(zip(devices, times)):
+            if device in held and self._on_grid(t) == held_t:
+                found[i] = held[device]
             else:
-                groups.setdefault(id(profile := self._profiles[device]), (profile, []))[1].append(i)
-        for profile, rows in groups.values():
+                asked.append(i)
+        overridden, groups = self._groups(devices, asked)
+        for i in overridden:  # the user's CSV trace
+            found[i] = self._overrides[devices[i]].state_at(times[i]).online
+        for rows in groups.values():
             if len(rows) < ONLINE_BATCH_FROM:
                 for i in rows:
                     trace = self[devices[i]]
                     assert isinstance(trace, LazyTrace)  # overrides were answered above
                     found[i] = trace.online_at(times[i])
                 continue
-            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            ids = [devices[i] for i in rows]
             at = np.array([times[i] for i in rows], dtype=np.float64)
-            for i, up in zip(rows, online_at(profile, self._params, self._seed, ids, at).tolist()):
+            profiles = [self._profiles[d] for d in ids]
+            for i, up in zip(rows, online_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64),
+                                             at).tolist()):
                 found[i] = up
         return found
-
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
     return math.exp(math.log(bounds[0]) + u * (math.log(bounds[1]) - math.log(bounds[0])))

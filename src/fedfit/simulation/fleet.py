@@ -9,7 +9,9 @@ executor; every outcome is an event at its virtual time.
 With an ``adapter`` (dynamic batching) a device re-plans its micro-batch at the virtual start
 of every local epoch from its state then (:mod:`fedfit.simulation.adaptive`); it may decline
 the task (``FailureCause.DECLINED``, with the reason) and an epoch whose peak exceeds free
-memory still crashes out of memory. Without one, a fixed plan is judged once at dispatch.
+memory still crashes out of memory. Without one, a fixed plan is judged once at dispatch: the
+tasks dispatched until the fleet is next read are priced together
+(:mod:`fedfit.cost.task_costs`) and judged by :mod:`fedfit.simulation.endings`.
 """
 
 from __future__ import annotations
@@ -23,19 +25,17 @@ from fedfit.devices import with_consumption
 from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
+from fedfit.cost.task_costs import task_costs
 from fedfit.cost.technique_work import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
-from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
+from fedfit.simulation.endings import adapted_ending, dispatch_ending
+from fedfit.simulation.online_checks import Dispatched, after_check, offline_during_many
 from fedfit.simulation.executors import Executor, Handle
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import (
     DeviceProfile, DeviceState, Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update,
 )
-
-#: Battery share a device keeps for its user; training never drains below it.
-BATTERY_RESERVE = 0.05
-
 
 def payload_bytes(params: Params) -> int:
     """Bytes of a parameter payload as sent on the wire (raw tensor bytes)."""
@@ -110,6 +110,7 @@ class SimulatedFleet:
         # The trace states (before consumption) of the last batch of snapshots, and their time.
         self._snapshots: tuple[float, dict[int, DeviceState]] = (-1.0, {})
         self._waiting: list[Dispatched] = []  # dispatched, not yet finished (see _flush)
+        self._unpriced: list[tuple[TrainPlan, DeviceState, Params, float]] = []  # dispatched, cost not yet known
         self._waiting_ids: set[int] = set()
 
     def device_ids(self) -> list[int]:
@@ -153,25 +154,33 @@ class SimulatedFleet:
 
     def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
         device = plan.device_id
-        profile, state = self._profiles[device], self.snapshot(device, now_s)
-        size = payload_bytes(params)
+        state = self.snapshot(device, now_s)
         if self._examples_at is not None:
             self._examples[device] = self._examples_at(device, now_s)
+        self._busy.add(device)
+        self._waiting_ids.add(device)
+        if self._adapter is None:  # priced with the other tasks dispatched meanwhile (see _flush)
+            self._unpriced.append((plan, state, params, now_s))
+            return
+        profile, size = self._profiles[device], payload_bytes(params)
         cost = self._task_cost(plan, state, size)
         schedule = self._schedule(plan, cost, size, now_s)
         if schedule is None:
-            ending = self._outcome(plan, profile, state, cost, now_s)
+            ending = dispatch_ending(plan, profile, state, cost, now_s)
         else:
             plan, cost = schedule.plan, schedule.cost
-            ending = self._adapted_outcome(schedule, profile, state, now_s)
-        # Finished when the fleet is next read: the mid-task offline checks of every task
-        # dispatched meanwhile are then asked of the traces together, in dispatch order.
-        self._busy.add(device)
+            ending = adapted_ending(schedule, profile, state, now_s)
         self._waiting.append(Dispatched(plan, profile, state, cost, params, now_s, ending))
-        self._waiting_ids.add(device)
 
     def _flush(self) -> None:
-        """Finish the waiting dispatches in order: their mid-task checks, energy and events."""
+        """Finish the waiting dispatches in order: their cost, mid-task checks, energy and events.
+
+        A task's cost and how it ends depend only on its plan and its device's state at dispatch,
+        so the tasks dispatched since the fleet was last read are priced together
+        (:func:`~fedfit.cost.task_costs.task_costs`) and their mid-task offline checks asked of
+        the traces together, in dispatch order."""
+        if self._unpriced:
+            self._price()
         if not self._waiting:
             return
         waiting, self._waiting, self._waiting_ids = self._waiting, [], set()
@@ -179,6 +188,26 @@ class SimulatedFleet:
         offline = iter(offline_during_many(self._online_many, checks))
         for w in waiting:
             self._finish(w, w.ending if w.ending is not None else after_check(w, next(offline)))
+
+    def _price(self) -> None:
+        """Turn the dispatches not yet priced into waiting tasks (their cost and dispatch checks)."""
+        unpriced, self._unpriced = self._unpriced, []
+        profiles = [self._profiles[plan.device_id] for plan, _, _, _ in unpriced]
+        sizes: dict[tuple[int, ...], int] = {}  # tasks often hold the same tensors (the whole model)
+        payloads = []
+        for _, _, params, _ in unpriced:  # every params is held until priced: its tensors' ids are theirs
+            key = tuple(map(id, params.values()))
+            size = sizes.get(key)
+            payloads.append(sizes.setdefault(key, payload_bytes(params)) if size is None else size)
+        costs = self._task_costs([u[0] for u in unpriced], profiles, [u[1] for u in unpriced],
+                                 [self._examples[u[0].device_id] for u in unpriced], payloads)
+        for (plan, state, params, now_s), profile, cost in zip(unpriced, profiles, costs):
+            ending = dispatch_ending(plan, profile, state, cost, now_s)
+            self._waiting.append(Dispatched(plan, profile, state, cost, params, now_s, ending))
+
+    def _task_costs(self, plans: list[TrainPlan], profiles: list[DeviceProfile], states: list[DeviceState],
+                    examples: list[int], payloads: list[int]) -> list[TaskCost]:
+        return task_costs(plans, profiles, states, self._costs, self._memory, examples, payloads)
 
     def _finish(self, w: Dispatched, ending: tuple[float, Failure | None, float]) -> None:
         (plan, profile, cost, now_s), (finish_s, failure, spent_j) = (w.plan, w.profile, w.cost, w.now_s), ending
@@ -224,45 +253,6 @@ class SimulatedFleet:
 
         return schedule_epochs(plan, profile, self._examples[device], now_s=now_s, snapshot=snapshot,
                                cost_of=lambda p, s: self._task_cost(p, s, size), adapter=self._adapter)
-
-    def _adapted_outcome(self, schedule: EpochSchedule, profile: DeviceProfile, state: DeviceState,
-                         now_s: float) -> Ending | None:
-        plan, cost = schedule.plan, schedule.cost
-        if schedule.declined is not None:
-            return now_s, Failure(plan.device_id, plan.round, FailureCause.DECLINED, schedule.declined), 0.0
-        if schedule.out_of_memory is not None:
-            at_s, detail = schedule.out_of_memory
-            spent = profile.radio_power_w * cost.download_s
-            return at_s, Failure(plan.device_id, plan.round, FailureCause.OUT_OF_MEMORY, detail), spent
-        return self._outcome(plan, profile, state, cost, now_s, memory_checked=True)
-
-    def _outcome(self, plan: TrainPlan, profile: DeviceProfile, state: DeviceState,
-                 cost: TaskCost, now_s: float, memory_checked: bool = False) -> Ending | None:
-        """(finish time, failure or None, energy spent) of a task from its modelled cost, if it
-        fails at dispatch; ``None``: it ends as the mid-task offline check says (:func:`after_check`)."""
-        def fail(cause: FailureCause, at_s: float, detail: str, spent: float) -> tuple[float, Failure, float]:
-            return at_s, Failure(plan.device_id, plan.round, cause, detail), spent
-
-        if not state.online or not math.isfinite(cost.download_s):
-            return fail(FailureCause.OFFLINE, now_s, "unreachable at dispatch", 0.0)
-        download_j = profile.radio_power_w * cost.download_s
-        if not memory_checked and cost.peak_memory_bytes > state.free_memory_bytes:
-            detail = f"peak {cost.peak_memory_bytes} B > free {state.free_memory_bytes} B"
-            return fail(FailureCause.OUT_OF_MEMORY, now_s + cost.download_s, detail, download_j)
-        battery_end = self._battery_exhausted_at(profile, state, cost, now_s)
-        if battery_end is not None:
-            return fail(FailureCause.BATTERY, battery_end[0], "battery at reserve", battery_end[1])
-        return None
-
-    def _battery_exhausted_at(self, profile: DeviceProfile, state: DeviceState, cost: TaskCost,
-                              now_s: float) -> tuple[float, float] | None:
-        if profile.battery_capacity_j is None or state.battery_fraction is None or state.charging:
-            return None
-        available_j = (state.battery_fraction - BATTERY_RESERVE) * profile.battery_capacity_j
-        if cost.energy_j <= available_j:
-            return None
-        available_j = max(0.0, available_j)
-        return now_s + cost.duration_s * available_j / cost.energy_j, available_j
 
     def _online_at(self, device: int, t: float) -> bool:
         trace = self._traces[device]

@@ -1,0 +1,196 @@
+"""Lazy batteries of many devices at once: :mod:`fedfit.devices.lazy_battery` for an array of
+devices (one row each), in numpy, bit for bit.
+
+Charge sessions are drawn into one padded array (a row per device: the three days that matter
+and every Poisson top-up in one keyed draw each, sorted per row with ``np.lexsort``) and played
+forward together, one session a pass. The devices' tiers may differ in their rates: the drain
+and charge rates are per row (:class:`~fedfit.devices.lazy_batch.Rows`); a row's values are the
+scalar path's own, so every float operation is the one ``battery_at`` does for that device.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from fedfit.devices.counter_rng import FloatArray, normals, uniforms
+from fedfit.devices.lazy_battery import (
+    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at,
+)
+from fedfit.devices.lazy_trace import _BATTERY
+from fedfit.devices.trace_params import TraceParams
+
+if TYPE_CHECKING:
+    from fedfit.devices.lazy_batch import Rows
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _floor(x: FloatArray) -> IntArray:
+    return np.floor(x).astype(np.int64)
+
+
+def levels(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
+           offset_h: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """``lazy_battery.battery_at`` of every device at its ``t``: (level, charging)."""
+    planned = sessions(p, rows, seed, ids, t, offset_h)
+    anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, _floor(t / DAY_S) - 1)
+    return batteries(p, rows, seed, ids, t, planned, anchors)
+
+
+def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
+              offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``lazy_battery.sessions`` of every device for its ``t``'s day: session starts and ends, one
+    row per device in the order of the sorted ``(start, end)`` tuples, padded with infinities
+    (at least one column). The three days that matter are drawn together (a column each)."""
+    day = _floor(t / DAY_S)
+    days = np.stack([day - 2, day - 1, day], axis=1)
+    starts, ends = _windows(p, rows, seed, ids, days, offset_h)
+    if rows.energy == "nightly":
+        plug_starts, plug_ends = _plugins(p, seed, ids, days)
+        starts, ends = np.concatenate([starts, plug_starts], axis=1), np.concatenate([ends, plug_ends], axis=1)
+    none = np.full((len(ids), 1), np.inf)
+    starts, ends = np.concatenate([starts, none], axis=1), np.concatenate([ends, none], axis=1)
+    order = np.lexsort((ends, starts))  # along each row: by start, then end (tuple order)
+    starts, ends = np.take_along_axis(starts, order, axis=1), np.take_along_axis(ends, order, axis=1)
+    width = int(np.isfinite(starts).sum(axis=1).max(initial=0)) + 1
+    return starts[:, :width], ends[:, :width]
+
+
+def _planned(starts: FloatArray, ends: FloatArray, row: int) -> tuple[tuple[float, float], ...]:
+    """Row ``row`` of :func:`sessions` as ``lazy_battery.sessions`` gives it."""
+    return tuple((s, e) for s, e in zip(starts[row].tolist(), ends[row].tolist()) if s != math.inf)
+
+
+def _windows(p: TraceParams, rows: Rows, seed: int, ids: IntArray, days: IntArray,
+             offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each device's bedtime (or harvesting) session of each of its ``days`` (a row per device,
+    a column per day; infinities on a day without one)."""
+    keys, offset = ids[:, None], offset_h[:, None]
+    has = uniforms(seed, keys, _BATTERY, _NIGHTLY, days, 0) < p.nightly_probability
+    if rows.energy == "harvest":
+        lo, hi = p.harvest_hours
+        start_h, length_h = 24.0 * days + lo + offset, np.full(days.shape, hi - lo)
+    else:
+        lo, hi = p.nightly_duration_h
+        start_h = 24.0 * days + p.nightly_start_h + offset + p.nightly_start_sd_h * normals(
+            seed, keys, _BATTERY, _NIGHTLY, days)
+        length_h = lo + (hi - lo) * uniforms(seed, keys, _BATTERY, _NIGHTLY, days, 1)
+    return np.where(has, start_h * 3600.0, np.inf), np.where(has, (start_h + length_h) * 3600.0, np.inf)
+
+
+def _plugins(p: TraceParams, seed: int, ids: IntArray, days: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Each device's Poisson top-ups of each of its ``days`` (count by inversion of the Poisson
+    CDF): starts and ends, a row per device (infinities where it has fewer than the most)."""
+    u, mean = uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day
+    count, prob = np.zeros(days.shape, dtype=np.int64), math.exp(-mean)
+    cdf, n = prob, 0
+    while n < 50 and bool((u > cdf).any()):  # the scalar loop's steps, taken by every device still above
+        n += 1
+        count = np.where(u > cdf, n, count)
+        prob *= mean / n
+        cdf += prob
+    counts = count.ravel()  # row-major: device by device, its days in order
+    total = int(counts.sum())
+    who, day = np.repeat(np.repeat(ids, days.shape[1]), counts), np.repeat(days.ravel(), counts)
+    i = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)  # the top-up's index in its day
+    lo, hi = p.plugin_duration_s
+    start = (day + uniforms(seed, who, _BATTERY, _PLUGIN, day, i)) * DAY_S
+    length = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, day, i, 1))
+    per_device = count.sum(axis=1)
+    rows = np.repeat(np.arange(len(ids)), per_device)
+    cols = np.arange(total) - np.repeat(np.cumsum(per_device) - per_device, per_device)
+    starts = np.full((len(ids), int(per_device.max(initial=0))), np.inf)
+    ends = np.full(starts.shape, np.inf)
+    starts[rows, cols], ends[rows, cols] = start, start + length
+    return starts, ends
+
+
+def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
+              planned: tuple[FloatArray, FloatArray], anchors: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """``lazy_battery.battery_at`` of every device: its sessions (:func:`sessions`) played
+    forward together, one session a pass. A user's reaction to a low battery (a top-up session
+    inserted mid-play) is held as each device's one extra session; a device that would need a
+    second one while the first still waits is played by ``battery_at`` itself."""
+    n, nightly = len(ids), rows.energy == "nightly"
+    starts, ends = planned
+    lo, hi = p.start_battery
+    level, now = lo + (hi - lo) * anchors, (_floor(t / DAY_S) - 1) * DAY_S
+    drain, gain = rows.drain, rows.gain
+    found, charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
+    active, armed, scalar = np.ones(n, dtype=np.bool_), np.full(n, nightly), np.zeros(n, dtype=np.bool_)
+    at, every = np.zeros(n, dtype=np.int64), np.arange(n)
+    extra, extra_start, extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
+        while active.any():
+            col = np.minimum(at, starts.shape[1] - 1)  # a finished device may point past its last
+            listed_start, listed_end = starts[every, col], ends[every, col]
+            sooner = (extra_start < listed_start) | ((extra_start == listed_start) & (extra_end < listed_end))
+            take_extra = extra & sooner  # the pending sessions' first, as sorted tuples
+            start = np.maximum(np.where(take_extra, extra_start, listed_start), now)
+            end = np.maximum(np.where(take_extra, extra_end, listed_end), now)
+            if nightly and rows.draining:
+                low_at = now + np.maximum(0.0, level - p.low_battery) / drain
+                hit = active & armed & (low_at < np.minimum(start, t))
+                scalar |= hit & extra  # a second reaction while one waits (or is the session popped)
+                active &= ~(hit & scalar)
+                react = np.flatnonzero(hit & active)  # the session popped stays pending
+                if len(react):
+                    extra[react] = True
+                    extra_start[react], extra_end[react] = _reactions(p, seed, ids[react], low_at[react])
+                armed &= ~hit
+                moving = active & ~hit
+            else:
+                moving = active
+            at += moving & ~take_extra
+            extra &= ~(moving & take_extra)
+            before = moving & (t < start)
+            found = np.where(before, np.maximum(0.0, level - drain * (t - now)), found)
+            drained = np.maximum(0.0, level - drain * (start - now))
+            within = moving & ~before & (t < end)
+            found, charging = np.where(within, _charged(drained, t - start, gain, p), found), charging | within
+            active &= ~(before | within)
+            ended = moving & active
+            level = np.where(ended, _charged(drained, end - start, gain, p), level)
+            now, armed = np.where(ended, end, now), np.where(ended, nightly, armed)
+    for i in np.flatnonzero(scalar).tolist():
+        found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, rows.behaviour(i),
+                                           _planned(starts, ends, i), float(anchors[i]))
+    return found, charging
+
+
+def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The top-up session (start, end) each device plugs in for after its battery fell low at
+    ``low_at`` (``lazy_battery``'s geometric wait and plug length, the keyed draws together)."""
+    lows = low_at.tolist()
+    step = np.array([int(x // p.step_s) for x in lows], dtype=np.int64)
+    waits = _geometric_waits(p, uniforms(seed, ids, _BATTERY, _REACT, step, 2))
+    plugs = [x + w * p.step_s for x, w in zip(lows, waits)]
+    lo, hi = p.plugin_duration_s
+    lengths = uniforms(seed, ids, _BATTERY, _REACT, step).tolist()
+    return np.array(plugs), np.array([x + max(p.step_s, lo + (hi - lo) * u) for x, u in zip(plugs, lengths)])
+
+
+def _geometric_waits(p: TraceParams, drawn: FloatArray) -> list[int]:
+    """``lazy_battery._geometric_wait`` of each keyed uniform ``drawn``."""
+    chance = p.low_battery_plug_per_step
+    if chance >= 1.0:
+        return [1] * len(drawn)
+    if chance <= 0.0:
+        return [1 << 30] * len(drawn)
+    return [max(1, math.ceil(math.log(1.0 - u) / math.log(1.0 - chance))) for u in drawn.tolist()]
+
+
+def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, p: TraceParams) -> FloatArray:
+    """``lazy_battery._charged`` elementwise (the same operations in the same order)."""
+    taper = p.charge_taper_above
+    below = level < taper
+    to_taper_s = (taper - level) / gain_per_s
+    direct = below & (duration_s <= to_taper_s)
+    rest = np.minimum(1.0, np.where(below, taper, level) + gain_per_s / 3.0 * np.where(below, duration_s - to_taper_s,
+                                                                                       duration_s))
+    return np.where(direct, level + gain_per_s * duration_s, rest)

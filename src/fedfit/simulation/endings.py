@@ -1,0 +1,61 @@
+"""How a dispatched task ends, decided at dispatch from its modelled cost and its device's state.
+
+Offline (unreachable, or no link), out of memory (peak bytes above free memory), battery (the
+task's energy exceeds the charge left above :data:`BATTERY_RESERVE`), or ``None``: it passed
+the dispatch checks and ends as the mid-task offline check says
+(:func:`fedfit.simulation.online_checks.after_check`). Pure functions of their arguments.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fedfit.simulation.adaptive import EpochSchedule
+from fedfit.simulation.online_checks import Ending
+from fedfit.types import DeviceProfile, DeviceState, Failure, FailureCause, TaskCost, TrainPlan
+
+#: Battery share a device keeps for its user; training never drains below it.
+BATTERY_RESERVE = 0.05
+
+
+def adapted_ending(schedule: EpochSchedule, profile: DeviceProfile, state: DeviceState, now_s: float) -> Ending | None:
+    """:func:`dispatch_ending` of a device that re-plans every epoch: it may have declined, or
+    an epoch's peak may exceed its free memory then."""
+    plan, cost = schedule.plan, schedule.cost
+    if schedule.declined is not None:
+        return now_s, Failure(plan.device_id, plan.round, FailureCause.DECLINED, schedule.declined), 0.0
+    if schedule.out_of_memory is not None:
+        at_s, detail = schedule.out_of_memory
+        spent = profile.radio_power_w * cost.download_s
+        return at_s, Failure(plan.device_id, plan.round, FailureCause.OUT_OF_MEMORY, detail), spent
+    return dispatch_ending(plan, profile, state, cost, now_s, memory_checked=True)
+
+
+def dispatch_ending(plan: TrainPlan, profile: DeviceProfile, state: DeviceState, cost: TaskCost, now_s: float,
+                    memory_checked: bool = False) -> Ending | None:
+    """(finish time, failure or None, energy spent) of a task that fails at dispatch; ``None``:
+    it ends as the mid-task offline check says."""
+    def fail(cause: FailureCause, at_s: float, detail: str, spent: float) -> Ending:
+        return at_s, Failure(plan.device_id, plan.round, cause, detail), spent
+
+    if not state.online or not math.isfinite(cost.download_s):
+        return fail(FailureCause.OFFLINE, now_s, "unreachable at dispatch", 0.0)
+    download_j = profile.radio_power_w * cost.download_s
+    if not memory_checked and cost.peak_memory_bytes > state.free_memory_bytes:
+        detail = f"peak {cost.peak_memory_bytes} B > free {state.free_memory_bytes} B"
+        return fail(FailureCause.OUT_OF_MEMORY, now_s + cost.download_s, detail, download_j)
+    battery_end = _battery_exhausted_at(profile, state, cost, now_s)
+    if battery_end is not None:
+        return fail(FailureCause.BATTERY, battery_end[0], "battery at reserve", battery_end[1])
+    return None
+
+
+def _battery_exhausted_at(profile: DeviceProfile, state: DeviceState, cost: TaskCost,
+                          now_s: float) -> tuple[float, float] | None:
+    if profile.battery_capacity_j is None or state.battery_fraction is None or state.charging:
+        return None
+    available_j = (state.battery_fraction - BATTERY_RESERVE) * profile.battery_capacity_j
+    if cost.energy_j <= available_j:
+        return None
+    available_j = max(0.0, available_j)
+    return now_s + cost.duration_s * available_j / cost.energy_j, available_j
