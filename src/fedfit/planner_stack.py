@@ -121,7 +121,8 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
         solver=d.mode, adapt=d.adapt, budget=Budget(time_s=d.budget_time_s, energy_j=d.budget_energy_j),
         prior=Estimates(beta=p.beta, rho=p.rho, delta=p.delta, sigma2=p.sigma2, loss=p.loss), tau_max=d.tau_max,
         holding=d.holding, warmup_rounds=d.warmup_rounds, max_accumulation=d.max_accumulation,
-        participation=min(1.0, cohort / config.num_devices), streaming=config.data.stream is not None,
+        participation=min(1.0, cohort / config.num_devices),
+        streaming=d.stream_noise and config.data.stream is not None,
         calibration=Calibration(prior=c.prior, low=c.low, high=c.high, holding=c.holding) if c.enabled else None,
         energy_cap=d.energy_cap)
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,

@@ -50,7 +50,10 @@ class DynamiteConfig(Section):
     ``heterogeneous`` solver, without ``budget_energy_j``): ``homogeneous`` keeps each round's
     joules at or below the best common batch's at the same τ
     (:mod:`fedfit.policy.dynamite.energy_fill`); ``none`` lets devices off the critical path
-    fill their time share with larger batches whatever the joules."""
+    fill their time share with larger batches whatever the joules. ``stream_noise`` (with
+    ``data.stream``): the bound's noise term is the stream buffer's
+    (:mod:`fedfit.policy.dynamite.stream`) instead of σ²/b; off by default (measured below the
+    plain term together with the energy cap, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -63,6 +66,7 @@ class DynamiteConfig(Section):
     prior: DynamitePriorConfig = DynamitePriorConfig()
     drift_calibration: DriftCalibrationConfig = DriftCalibrationConfig()
     energy_cap: Literal["homogeneous", "none"] = "homogeneous"
+    stream_noise: bool = False
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -27,9 +27,11 @@ def test_planner_data_sizes_are_the_buffer_sizes_and_batches_fit_them() -> None:
         assert planner.observed == 4
 
 
-def test_a_streaming_config_plans_with_the_stream_noise_term_and_a_static_one_without() -> None:
-    streaming = small(data={"stream": {"rate_per_s": 1.0, "buffer_size": 20, "initial": 4}})
-    for config, expected in ((streaming, True), (small(), False)):
+def test_dynamite_stream_noise_turns_the_stream_buffer_noise_term_on_for_streaming_data_only() -> None:
+    stream = {"stream": {"rate_per_s": 1.0, "buffer_size": 20, "initial": 4}}
+    cases = ((small(data=stream, dynamite={"stream_noise": True}), True), (small(data=stream), False),
+             (small(dynamite={"stream_noise": True}), False))
+    for config, expected in cases:
         with built(config) as exp:
             planner = exp.orchestrator.observer
             assert isinstance(planner, DynamitePlanner)
