@@ -209,7 +209,6 @@ class SyncOrchestrator:
         while successes < k and (t := self.fleet.peek_time()) is not None and t <= deadline:
             result = self.fleet.next_result()
             assert result is not None
-            self.registry.record_task(result)
             results.append(result)
             tally.count_result(result)
             end_s = max(end_s, result.finish_s)
@@ -218,6 +217,7 @@ class SyncOrchestrator:
             else:
                 successes += result.plan.round == r  # late updates of earlier rounds do not count
                 tally.count_success(result)
+        self.registry.record_tasks(results)  # nothing reads the registry while a round collects
         if self.config.late_updates == "stale":
             if successes < k and self.fleet.peek_time() is not None:
                 end_s = deadline  # the round gave up on its stragglers, which keep running
