@@ -225,8 +225,8 @@ class HistoryColumns:
 
     def history(self, row: int) -> DeviceHistory:
         """``row``'s history as a fresh value (its dictionary is a copy)."""
-        if row not in self.folded and row not in self.failures and not self._counted(row):
-            return DeviceHistory()
+        if not self._counted(row):  # every column zero: the defaults
+            return DeviceHistory(failures_by_cause=dict(self.failures.get(row, {})), folded=self.folded.get(row, ()))
         v = {name: int(col[row]) for name, col in self._ints.items()}
         f = {name: float(fcol[row]) for name, fcol in self._floats.items()}
         present = v["present"]
