@@ -363,7 +363,7 @@ PARTS = {
     "mid_task_looks": ("fleet", "_online_many"), "next_result": ("fleet", "next_result"),
     "record_task": ("registry", "record_task"), "record_tasks": ("registry", "record_tasks"),
     "record_result": ("registry", "record_result"),
-    "tally_result": ("tally", "count_result"), "tally_success": ("tally", "count_success"),
+    "tally_results": ("tally", "count_results"), "tally_result": ("tally", "count_result"), "tally_success": ("tally", "count_success"),
     "tally_failure": ("tally", "count_failure"), "cancel_pending": ("fleet", "cancel_pending"),
     "aggregate": ("orchestrator", "_aggregate"), "exchange_in": ("exchange", "incoming_many"),
     "record_fold": ("registry", "record_fold"), "fold": ("sync", "aggregate"),
