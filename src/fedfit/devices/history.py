@@ -9,9 +9,13 @@ fields (failures per cause, folded versions) are per-device dictionaries kept on
 that have them. :meth:`HistoryColumns.history` builds the :class:`DeviceHistory` value where a
 reader needs all of it (Oort's feedback, ``auto``'s revision, a checkpoint).
 
-Encodings: an optional field is present when its bit of ``present`` is set; ``last_cause``
-indexes the cause names seen so far, 0 meaning none. Columns are allocated at the first write
-(zeroed, so a million rows that were never written cost no memory) and grow by doubling.
+Layout: a device gets a *slot* (the next free one) when its first task is recorded; the columns
+are indexed by slot, so they hold only devices with a history, densely, and a round's writes
+touch few memory pages (indexed by registry row, a million-row column per field would page-fault
+on every new device for its first rounds). ``slot_of`` (int32, one entry per row, 0: none yet,
+else slot + 1) is the one array as long as the registry. Encodings: an optional field is present
+when its bit of ``present`` is set; ``last_cause`` indexes the cause names seen so far, 0 meaning
+none.
 
 >>> columns = HistoryColumns()
 >>> columns.record([0, 2], ok=[True, False], causes=[None, "battery"], durations_s=[5.0, 2.0],
@@ -97,29 +101,54 @@ _MANY = 8
 
 
 class HistoryColumns:
-    """Every device's task history, one row per device (rows as the registry numbers them)."""
+    """Every device's task history (rows as the registry numbers them)."""
 
     def __init__(self) -> None:
-        self._ints: dict[str, IntArray] = {}
-        self._floats: dict[str, FloatArray] = {}
-        self._capacity = 0
+        self._slot_of: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)  # row -> slot + 1 (0: none)
+        self._used = 0
+        self._ints: dict[str, IntArray] = {n: np.zeros(0, dtype=np.int64) for n in _INTS}
+        self._floats: dict[str, FloatArray] = {n: np.zeros(0, dtype=np.float64) for n in _FLOATS}
         self._cause_names: list[str | None] = [None]  # code 0: no cause
         self._cause_codes: dict[str, int] = {}
         self.failures: dict[int, dict[str, int]] = {}  # row -> failures by cause, rows that failed
         self.folded: dict[int, tuple[int, ...]] = {}  # row -> versions folded, rows folded at least once
 
-    def _reserve(self, rows: int) -> None:
-        """Room for rows ``0 .. rows - 1``."""
-        if rows <= self._capacity:
+    def _slots(self, rows: IntArray, size: int) -> IntArray:
+        """The slots of ``rows`` (distinct), given to those that have none yet, in order."""
+        if len(self._slot_of) < size:
+            grown = np.zeros(max(size, 2 * len(self._slot_of)), dtype=np.int32)
+            grown[: len(self._slot_of)] = self._slot_of
+            self._slot_of = grown
+        slots = self._slot_of[rows].astype(np.int64)
+        new = slots == 0
+        if new.any():
+            count = int(new.sum())
+            self._reserve(self._used + count)
+            slots[new] = np.arange(self._used + 1, self._used + count + 1)
+            self._slot_of[rows[new]] = slots[new]
+            self._used += count
+        return slots - 1
+
+    def _slot(self, row: int, size: int) -> int:
+        """The slot of one row (given one if it has none yet)."""
+        if row < len(self._slot_of) and (slot := int(self._slot_of[row])):
+            return slot - 1
+        return int(self._slots(np.array([row], dtype=np.int64), size)[0])
+
+    def _held(self, row: int) -> int:
+        """``row``'s slot; -1 when it has none."""
+        return int(self._slot_of[row]) - 1 if row < len(self._slot_of) else -1
+
+    def _reserve(self, slots: int) -> None:
+        """Room for ``slots`` slots (grown by doubling)."""
+        capacity = len(self._ints["tasks"])
+        if slots <= capacity:
             return
-        size, old = max(rows, 2 * self._capacity), self._capacity
-        ints = {n: np.zeros(size, dtype=np.int64) for n in _INTS}
-        floats = {n: np.zeros(size, dtype=np.float64) for n in _FLOATS}
-        for name, col in self._ints.items():
-            ints[name][:old] = col
-        for name, fcol in self._floats.items():
-            floats[name][:old] = fcol
-        self._ints, self._floats, self._capacity = ints, floats, size
+        size = max(slots, 2 * capacity, 64)
+        self._ints = {name: np.concatenate([col[:capacity], np.zeros(size - capacity, dtype=np.int64)])
+                      for name, col in self._ints.items()}
+        self._floats = {name: np.concatenate([col[:capacity], np.zeros(size - capacity, dtype=np.float64)])
+                        for name, col in self._floats.items()}
 
     def _code(self, cause: str) -> int:
         code = self._cause_codes.get(cause)
@@ -140,17 +169,17 @@ class HistoryColumns:
             causes: why each failed (``None`` when ``ok``).
             durations_s: each task's virtual duration.
             rounds: the round each started from.
-            size: rows the registry holds (columns are allocated for all of them).
+            size: rows the registry holds.
             batches: ``(micro_batch, accumulation_steps)`` a success used (``None``: keep the last).
             updates: what a success reported (``None``: keep the last).
         """
-        self._reserve(size)
         if len(rows) < _MANY or len(set(rows)) < len(rows):  # few, or a row repeats: one at a time, in order
             for i, row in enumerate(rows):
-                self._record_one(row, ok[i], causes[i], durations_s[i], rounds[i],
+                self._record_one(self._slot(row, size), row, ok[i], causes[i], durations_s[i], rounds[i],
                                  None if batches is None else batches[i], None if updates is None else updates[i])
             return
-        c, at, good = self._ints, np.asarray(rows, dtype=np.int64), np.asarray(ok, dtype=bool)
+        at = self._slots(np.asarray(rows, dtype=np.int64), size)
+        c, good = self._ints, np.asarray(ok, dtype=bool)
         for row, cause in zip(rows, causes):
             if cause is not None:
                 counts = self.failures.setdefault(row, {})
@@ -164,44 +193,44 @@ class HistoryColumns:
         c["cause"][at] = [0 if cause is None else self._code(cause) for cause in causes]
         self._floats["last_duration_s"][at] = durations_s
         c["present"][at] |= DURATION | ROUND
-        self._record_batches(rows, batches)
-        self._record_updates(rows, updates)
+        self._record_batches(at, batches)
+        self._record_updates(at, updates)
 
-    def _record_one(self, row: int, ok: bool, cause: str | None, duration_s: float, round: int,
+    def _record_one(self, slot: int, row: int, ok: bool, cause: str | None, duration_s: float, round: int,
                     batch: tuple[int, int] | None, update: UpdateRecord | None) -> None:
         """:meth:`record` of one task (scalar writes: numpy's per-call cost dominates for few rows)."""
         c = self._ints
         if cause is not None:
             counts = self.failures.setdefault(row, {})
             counts[cause] = counts.get(cause, 0) + 1
-        present = int(c["present"][row])
-        c["last_round"][row] = max(int(c["last_round"][row]), round) if present & ROUND else round
-        c["tasks"][row] += 1
-        c["completions"][row] += ok
-        c["streak"][row] = 0 if ok else c["streak"][row] + 1
-        c["cause"][row] = 0 if cause is None else self._code(cause)
-        self._floats["last_duration_s"][row] = duration_s
-        c["present"][row] = present | DURATION | ROUND
+        present = int(c["present"][slot])
+        c["last_round"][slot] = max(int(c["last_round"][slot]), round) if present & ROUND else round
+        c["tasks"][slot] += 1
+        c["completions"][slot] += ok
+        c["streak"][slot] = 0 if ok else c["streak"][slot] + 1
+        c["cause"][slot] = 0 if cause is None else self._code(cause)
+        self._floats["last_duration_s"][slot] = duration_s
+        c["present"][slot] = present | DURATION | ROUND
         if batch is not None:
-            c["micro_batch"][row], c["accumulation"][row] = batch
-            c["present"][row] |= BATCH
+            c["micro_batch"][slot], c["accumulation"][slot] = batch
+            c["present"][slot] |= BATCH
         if update is not None:
-            c["update_round"][row], c["samples"][row] = update.round, update.samples_processed
-            self._floats["update_duration_s"][row], self._floats["train_loss"][row] = update.duration_s, update.train_loss
-            c["present"][row] |= UPDATE
+            c["update_round"][slot], c["samples"][slot] = update.round, update.samples_processed
+            self._floats["update_duration_s"][slot], self._floats["train_loss"][slot] = update.duration_s, update.train_loss
+            c["present"][slot] |= UPDATE
 
-    def _record_batches(self, rows: Sequence[int], batches: Sequence[tuple[int, int] | None] | None) -> None:
-        given = [(row, b) for row, b in zip(rows, batches or ()) if b is not None]
+    def _record_batches(self, slots: IntArray, batches: Sequence[tuple[int, int] | None] | None) -> None:
+        given = [(slot, b) for slot, b in zip(slots.tolist(), batches or ()) if b is not None]
         if given:
-            at = np.array([row for row, _ in given], dtype=np.int64)
+            at = np.array([slot for slot, _ in given], dtype=np.int64)
             self._ints["micro_batch"][at] = [b[0] for _, b in given]
             self._ints["accumulation"][at] = [b[1] for _, b in given]
             self._ints["present"][at] |= BATCH
 
-    def _record_updates(self, rows: Sequence[int], updates: Sequence[UpdateRecord | None] | None) -> None:
-        given = [(row, u) for row, u in zip(rows, updates or ()) if u is not None]
+    def _record_updates(self, slots: IntArray, updates: Sequence[UpdateRecord | None] | None) -> None:
+        given = [(slot, u) for slot, u in zip(slots.tolist(), updates or ()) if u is not None]
         if given:
-            c, f, at = self._ints, self._floats, np.array([row for row, _ in given], dtype=np.int64)
+            c, f, at = self._ints, self._floats, np.array([slot for slot, _ in given], dtype=np.int64)
             c["update_round"][at] = [u.round for _, u in given]
             f["update_duration_s"][at] = [u.duration_s for _, u in given]
             c["samples"][at] = [u.samples_processed for _, u in given]
@@ -210,25 +239,28 @@ class HistoryColumns:
 
     def suggest_batch(self, row: int, micro_batch: int, size: int) -> None:
         """Store the server's initial batch suggestion for ``row``."""
-        self._reserve(size)
-        self._ints["suggested"][row] = micro_batch
-        self._ints["present"][row] |= SUGGESTED
+        slot = self._slot(row, size)
+        self._ints["suggested"][slot] = micro_batch
+        self._ints["present"][slot] |= SUGGESTED
 
     def record_batch(self, row: int, micro_batch: int, accumulation_steps: int, size: int) -> None:
         """Store the batch ``row`` reported using."""
-        self._reserve(size)
-        self._record_batches([row], [(micro_batch, accumulation_steps)])
+        slot = self._slot(row, size)
+        self._ints["micro_batch"][slot], self._ints["accumulation"][slot] = micro_batch, accumulation_steps
+        self._ints["present"][slot] |= BATCH
 
     def failure_streak(self, row: int) -> int:
         """Failures in a row since ``row``'s last success."""
-        return int(self._ints["streak"][row]) if row < self._capacity else 0
+        slot = self._held(row)
+        return int(self._ints["streak"][slot]) if slot >= 0 else 0
 
     def history(self, row: int) -> DeviceHistory:
         """``row``'s history as a fresh value (its dictionary is a copy)."""
-        if not self._counted(row):  # every column zero: the defaults
+        slot = self._held(row)
+        if slot < 0:  # nothing recorded in the columns: the defaults
             return DeviceHistory(failures_by_cause=dict(self.failures.get(row, {})), folded=self.folded.get(row, ()))
-        v = {name: int(col[row]) for name, col in self._ints.items()}
-        f = {name: float(fcol[row]) for name, fcol in self._floats.items()}
+        v = {name: int(col[slot]) for name, col in self._ints.items()}
+        f = {name: float(fcol[slot]) for name, fcol in self._floats.items()}
         present = v["present"]
         return DeviceHistory(
             tasks=v["tasks"], completions=v["completions"], failures_by_cause=dict(self.failures.get(row, {})),
@@ -240,37 +272,27 @@ class HistoryColumns:
             if present & UPDATE else None, folded=self.folded.get(row, ()))
 
     def written(self) -> list[int]:
-        """Rows whose history is not empty, in order."""
-        rows: set[int] = set(self.failures) | set(self.folded)
-        if self._capacity:
-            c = self._ints
-            rows.update(np.flatnonzero(c["present"] | c["tasks"] | c["completions"] | c["streak"] | c["cause"]).tolist())
+        """Rows whose history may not be empty, in order."""
+        rows = set(self.failures) | set(self.folded)
+        rows.update(np.flatnonzero(self._slot_of).tolist())
         return sorted(rows)
-
-    def _counted(self, row: int) -> bool:
-        """Whether ``row`` holds any counter or optional field (the dictionaries aside)."""
-        if row >= self._capacity:
-            return False
-        c = self._ints
-        return bool(c["present"][row] or c["tasks"][row] or c["completions"][row] or c["streak"][row] or c["cause"][row])
 
     def restore(self, row: int, h: DeviceHistory, size: int) -> None:
         """Set ``row``'s history to ``h`` (a checkpoint's)."""
-        self._reserve(size)
-        c, f = self._ints, self._floats
+        slot, c, f = self._slot(row, size), self._ints, self._floats
         present = (DURATION if h.last_duration_s is not None else 0) | (ROUND if h.last_round is not None else 0)
-        c["tasks"][row], c["completions"][row], c["streak"][row] = h.tasks, h.completions, h.failure_streak
-        f["last_duration_s"][row] = h.last_duration_s or 0.0
-        c["last_round"][row] = h.last_round or 0
-        c["cause"][row] = 0 if h.last_cause is None else self._code(h.last_cause)
+        c["tasks"][slot], c["completions"][slot], c["streak"][slot] = h.tasks, h.completions, h.failure_streak
+        f["last_duration_s"][slot] = h.last_duration_s or 0.0
+        c["last_round"][slot] = h.last_round or 0
+        c["cause"][slot] = 0 if h.last_cause is None else self._code(h.last_cause)
         if h.suggested_batch is not None:
-            c["suggested"][row], present = h.suggested_batch, present | SUGGESTED
+            c["suggested"][slot], present = h.suggested_batch, present | SUGGESTED
         if h.last_batch is not None:
-            (c["micro_batch"][row], c["accumulation"][row]), present = h.last_batch, present | BATCH
+            (c["micro_batch"][slot], c["accumulation"][slot]), present = h.last_batch, present | BATCH
         if (u := h.last_update) is not None:
-            c["update_round"][row], f["update_duration_s"][row], present = u.round, u.duration_s, present | UPDATE
-            c["samples"][row], f["train_loss"][row] = u.samples_processed, u.train_loss
-        c["present"][row] = present
+            c["update_round"][slot], f["update_duration_s"][slot], present = u.round, u.duration_s, present | UPDATE
+            c["samples"][slot], f["train_loss"][slot] = u.samples_processed, u.train_loss
+        c["present"][slot] = present
         if h.failures_by_cause:
             self.failures[row] = dict(h.failures_by_cause)
         if h.folded:
