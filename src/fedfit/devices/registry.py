@@ -1,12 +1,14 @@
 """The server's book of devices: profiles, last reported states and task history.
 
 Plain bookkeeping; no clocks, no I/O. Virtual times are passed in. Each device is a row: its
-profile, last reported state and history in lists, and the state's hot fields (report time,
-online, charging, battery, free memory, link) in numpy columns
+profile and last reported state in lists, the state's hot fields (report time, online,
+charging, battery, free memory, link) in numpy columns
 (:class:`~fedfit.devices.state_columns.StateColumns`), so a round's check-in of many devices is
-a few array writes and :meth:`Registry.hot_states` reads many devices at once. The
-orchestration loops keep one: devices are enrolled with their profiles, report their state
-when they check in, and every finished task is recorded (:meth:`Registry.record_task`);
+a few array writes and :meth:`Registry.hot_states` reads many devices at once, and its task
+history in numpy columns too (:class:`~fedfit.devices.history.HistoryColumns`), so a round's
+results are recorded together (:meth:`Registry.record_tasks`). The orchestration loops keep
+one: devices are enrolled with their profiles, report their state when they check in, and every
+finished task is recorded (:meth:`Registry.record_task`);
 compute-aware and Oort-guided selection read readiness and feedback from it. It is the one
 mutable piece of server state besides the fleet's tasks in flight; :meth:`Registry.entries`
 and :meth:`Registry.restore` move it in and out of a checkpoint as frozen values.
