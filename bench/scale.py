@@ -31,14 +31,26 @@ dispatch, aggregation). One process per row (``--fresh``) keeps peak RSS per row
 ``states``: the lazy states of K random devices of a million at one time, CPU ms one by one
 and together (``LazyTraces.states_at``), checked equal.
 
-``--breakdown`` adds the CPU milliseconds per round of the orchestration's main parts (each
-timed where it is called; the parts overlap: check-in states are inside planning, the task cost
-inside dispatch; the mid-task looks run when the fleet is next read, after a round's dispatches).
+``--breakdown`` adds the CPU milliseconds per round of the orchestration's parts (:data:`PARTS`),
+each timed where it is called, without the training or evaluation inside it. Parts nest:
+check-in states are inside planning; the task cost inside dispatch; finishing the dispatched
+tasks (their mid-task looks, energy and events: the fleet's ``_flush``) runs when the fleet is
+next read, inside ``collect``, as do ``next_result`` (popping a result), the registry's records
+and the tallies; exchange_in (validation and the sub-model way back), record_fold and the fold
+are inside aggregate. ``NAME_own_ms`` is a part without the parts inside it, so the own times
+add up; ``untimed_ms`` is the rest of the round (the loop around the parts: round set-up, the
+report, the bench's marks). ``gc_ms`` is the cyclic garbage collector's time outside training
+and evaluation (inside whichever part it interrupted), ``gc_full`` its full (generation 2)
+collections per round. The wrappers cost ≈ 2–3 µs a call (two reads of the process clock, a
+system call each), ≈ 10 timed calls per invited device: ``timers_ms`` is that cost per round
+(calls × the cost of a timed empty call), inside the parts' figures and the orchestration total;
+compare totals with a run without ``--breakdown``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -166,21 +178,118 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-class _Timed:
-    """An executor (or handle) whose training seconds are added to ``spent[0]``."""
+class _Parts:
+    """CPU seconds of named parts of a run, timed where they are called (``time.process_time``).
 
-    def __init__(self, inner: Any, spent: list[float]) -> None:
-        self.inner, self.spent = inner, spent
+    A part's *inclusive* time is what its calls took minus any training or evaluation inside
+    them (a part entered again inside itself counts once); its *own* time also leaves out the
+    other parts inside it, so the own times of every part (training and evaluation included)
+    add up to the CPU time spent inside any part, and the rest of a round is *untimed*.
+    Garbage collection is timed by ``gc.callbacks``: ``gc`` is what ran outside training and
+    evaluation, whichever part it interrupted.
+    """
+
+    HIDDEN = ("training", "evaluation")
+
+    def __init__(self) -> None:
+        self.inclusive: dict[str, float] = {}
+        self.own: dict[str, float] = {}
+        self.gc: dict[str, float] = {"gc": 0.0, "gc_training": 0.0, "gc_full": 0.0}
+        self._stack: list[list[Any]] = []  # [name, start, children's seconds, hidden seconds inside]
+        self._depth: dict[str, int] = {}
+        self._hidden_depth = 0
+        self._gc_start = 0.0
+        self.calls = 0
+        self._wrapped: list[tuple[Any, str, Any, bool]] = []  # (owner, attribute, original, own attribute)
+
+    def wrap(self, owner: Any, attr: str, name: str) -> None:
+        """Time ``owner.attr`` (a method, or a function in a module) as part ``name`` (skipped
+        when ``owner`` has no such attribute: older code)."""
+        inner = getattr(owner, attr, None)
+        if inner is None:
+            return
+        self.inclusive.setdefault(name, 0.0)
+        self.own.setdefault(name, 0.0)
+        self._wrapped.append((owner, attr, inner, isinstance(owner, type) or attr in getattr(owner, "__dict__", {})))
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self.enter(name)
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.exit()
+
+        setattr(owner, attr, timed)
+
+    def restore(self) -> None:
+        """Undo every :meth:`wrap` (classes and modules are shared by later rows)."""
+        for owner, attr, inner, own in reversed(self._wrapped):
+            if own:
+                setattr(owner, attr, inner)
+            else:
+                delattr(owner, attr)
+        self._wrapped = []
+
+    def enter(self, name: str) -> None:
+        self._depth[name] = self._depth.get(name, 0) + 1
+        self._hidden_depth += name in self.HIDDEN
+        self.calls += 1
+        self._stack.append([name, time.process_time(), 0.0, 0.0])
+
+    def exit(self) -> None:
+        name, start, children, hidden = self._stack.pop()
+        elapsed = time.process_time() - start
+        self._depth[name] -= 1
+        self._hidden_depth -= name in self.HIDDEN
+        self.own[name] = self.own.get(name, 0.0) + elapsed - children
+        if name in self.HIDDEN:
+            hidden = elapsed
+        if self._depth[name] == 0:
+            self.inclusive[name] = self.inclusive.get(name, 0.0) + elapsed - (0.0 if name in self.HIDDEN else hidden)
+        if self._stack:
+            self._stack[-1][2] += elapsed
+            self._stack[-1][3] += hidden
+
+    def on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_start = time.process_time()
+            return
+        spent = time.process_time() - self._gc_start
+        self.gc["gc_training" if self._hidden_depth else "gc"] += spent
+        self.gc["gc_full"] += info["generation"] == 2
+
+    def seconds(self) -> dict[str, float]:
+        """Every counter so far: ``name`` inclusive, ``name_own``, the garbage collector's, and
+        ``timed``, the own seconds of every part together."""
+        return {**self.inclusive, **{f"{n}_own": s for n, s in self.own.items()}, **self.gc,
+                "timed": sum(self.own.values()), "calls": float(self.calls)}
+
+    def call_cost_s(self, calls: int = 20_000) -> float:
+        """CPU seconds one timed call adds (its two clock reads and the wrapper), measured on an empty function."""
+        probe = _Parts()
+        holder = type("Holder", (), {"f": staticmethod(lambda: None)})
+        probe.wrap(holder, "f", "probe")
+        t = time.process_time()
+        for _ in range(calls):
+            holder.f()
+        return (time.process_time() - t) / calls
+
+
+class _Timed:
+    """An executor (or handle) whose training is timed as part ``training``."""
+
+    def __init__(self, inner: Any, parts: _Parts) -> None:
+        self.inner, self.parts = inner, parts
 
     def submit(self, task: Any) -> Any:
-        return _Timed(self.inner.submit(task), self.spent)
+        return _Timed(self.inner.submit(task), self.parts)
 
     def result(self) -> Any:
-        t0 = time.process_time()
+        self.parts.enter("training")
         try:
             return self.inner.result()
         finally:
-            self.spent[0] += time.process_time() - t0
+            self.parts.exit()
 
     def cancel(self) -> bool:
         return bool(self.inner.cancel())
@@ -209,59 +318,67 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str 
     rss0, t0, c0 = _rss_mb(), time.perf_counter(), time.process_time()
     exp = build(config)
     build_s, build_cpu_s, rss_built = time.perf_counter() - t0, time.process_time() - c0, _rss_mb()
-    training, evaluation = [0.0], [0.0]
-    exp.fleet._executor = _Timed(exp.fleet._executor, training)  # type: ignore[assignment]
+    parts = _Parts()
+    exp.fleet._executor = _Timed(exp.fleet._executor, parts)  # type: ignore[assignment]
     orchestrator = exp.orchestrator
-    inner_eval = orchestrator.evaluator
-
-    def timed_eval(params: Any) -> tuple[float, float]:
-        t = time.process_time()
-        try:
-            return inner_eval(params)
-        finally:
-            evaluation[0] += time.process_time() - t
-
-    orchestrator.evaluator = timed_eval  # type: ignore[method-assign]
-    parts = _timed_parts(exp.fleet, orchestrator) if breakdown else {}
-    marks: list[tuple[float, float, float, int]] = []
-    at_parts: list[dict[str, float]] = []
+    parts.wrap(orchestrator, "evaluator", "evaluation")
+    if breakdown:
+        _time_parts(parts, exp.fleet, orchestrator)
+        gc.callbacks.append(parts.on_gc)
+    marks: list[tuple[float, dict[str, float], int]] = []
     for outcome in orchestrator.rounds(exp.initial_params):  # type: ignore[union-attr]
-        marks.append((time.process_time(), training[0], evaluation[0], sum(outcome.report.participants_by_tier.values())))
-        at_parts.append({name: cpu[0] for name, cpu in parts.items()})
-    (w0, tr0, ev0, _), (w1, tr1, ev1, _) = marks[0], marks[-1]
+        marks.append((time.process_time(), parts.seconds(), sum(outcome.report.participants_by_tier.values())))
+    if breakdown:
+        gc.callbacks.remove(parts.on_gc)
+    (w0, at0, _), (w1, at1, _) = marks[0], marks[-1]
     n = len(marks) - 1
-    spent = {f"{name}_ms": (at_parts[-1][name] - at_parts[0][name]) / n * 1e3 for name in parts}  # rounds 2-4
+    spent = {name: (at1[name] - at0[name]) / n for name in at1}  # rounds 2-4
+    parts.restore()
+    orchestration = (w1 - w0) / n - spent["training"] - spent["evaluation"]
     rss_before = _rss_mb()
     second = enrol(exp.fleet)
     registry_mb = _rss_mb() - rss_before
     del second
-    return {"devices": devices, "per_round": per_round, "build_s": build_s, "build_cpu_s": build_cpu_s,
-            "built_rss_mb": rss_built - rss0,
-            "registry_mb": registry_mb, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
-            "orchestration_ms": ((w1 - w0) - (tr1 - tr0) - (ev1 - ev0)) / n * 1e3,
-            "training_ms": (tr1 - tr0) / n * 1e3, "eval_ms": (ev1 - ev0) / n * 1e3,
-            "updates_per_round": sum(m[3] for m in marks[1:]) / n, **spent}
+    row = {"devices": devices, "per_round": per_round, "build_s": build_s, "build_cpu_s": build_cpu_s,
+           "built_rss_mb": rss_built - rss0,
+           "registry_mb": registry_mb, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+           "orchestration_ms": orchestration * 1e3, "training_ms": spent["training"] * 1e3,
+           "eval_ms": spent["evaluation"] * 1e3, "updates_per_round": sum(m[2] for m in marks[1:]) / n}
+    if breakdown:
+        hidden = {"training", "evaluation", "training_own", "evaluation_own", "timed", "gc_training", "gc_full", "calls"}
+        row.update({f"{name}_ms": s * 1e3 for name, s in spent.items() if name not in hidden})
+        row["gc_full"] = spent["gc_full"]
+        row["timers_ms"] = spent["calls"] * parts.call_cost_s() * 1e3  # the wrappers' own cost, in the figures
+        row["untimed_ms"] = ((w1 - w0) / n - spent["timed"]) * 1e3
+    return row
 
 
-def _timed_parts(fleet: Any, orchestrator: Any) -> dict[str, list[float]]:
-    """Wrap the orchestration's main parts to add up their CPU seconds (name -> [seconds so far])."""
-    parts: dict[str, list[float]] = {}
-    targets = {"planning": (orchestrator, "_plans"), "check_in_states": (fleet, "snapshot_many"),
-               "dispatch": (fleet, "dispatch"), "task_cost": (fleet, "_task_cost"),
-               "mid_task_looks": (fleet, "_online_many"), "record_task": (orchestrator.registry, "record_task"),
-               "aggregate": (orchestrator, "_aggregate")}
-    for name, (owner, attr) in targets.items():
-        inner, cpu = getattr(owner, attr), parts.setdefault(name, [0.0])
+#: The parts ``--breakdown`` times: name -> (where: ``orchestrator``, ``fleet``, ``registry``,
+#: ``exchange``, ``tally`` (the class) or ``sync`` (the module), attribute).
+PARTS = {
+    "candidates": ("orchestrator", "_candidates"), "planning": ("orchestrator", "_plans"),
+    "check_in_states": ("fleet", "snapshot_many"), "exchange_out": ("exchange", "outgoing"),
+    "dispatch": ("fleet", "dispatch"), "task_cost": ("fleet", "_task_cost"),
+    "collect": ("orchestrator", "_collect"), "finish_tasks": ("fleet", "_flush"),
+    "mid_task_looks": ("fleet", "_online_many"), "next_result": ("fleet", "next_result"),
+    "record_task": ("registry", "record_task"), "record_tasks": ("registry", "record_tasks"),
+    "record_result": ("registry", "record_result"),
+    "tally_results": ("tally", "count_results"), "tally_result": ("tally", "count_result"), "tally_success": ("tally", "count_success"),
+    "tally_failure": ("tally", "count_failure"), "cancel_pending": ("fleet", "cancel_pending"),
+    "aggregate": ("orchestrator", "_aggregate"), "exchange_in": ("exchange", "incoming_many"),
+    "record_fold": ("registry", "record_fold"), "fold": ("sync", "aggregate"),
+    "report": ("tally", "report"),
+}
 
-        def timed(*args: Any, _inner: Any = inner, _cpu: list[float] = cpu, **kwargs: Any) -> Any:
-            t = time.process_time()
-            try:
-                return _inner(*args, **kwargs)
-            finally:
-                _cpu[0] += time.process_time() - t
 
-        setattr(owner, attr, timed)
-    return parts
+def _time_parts(parts: _Parts, fleet: Any, orchestrator: Any) -> None:
+    """Wrap the orchestration's parts (:data:`PARTS`) to add up their CPU seconds."""
+    from fedfit.orchestration import sync, tally
+
+    owners = {"orchestrator": orchestrator, "fleet": fleet, "registry": orchestrator.registry,
+              "exchange": orchestrator.submodels, "tally": tally.RoundTally, "sync": sync}
+    for name, (owner, attr) in PARTS.items():
+        parts.wrap(owners[owner], attr, name)
 
 
 def main() -> None:

@@ -1,12 +1,14 @@
 """The server's book of devices: profiles, last reported states and task history.
 
 Plain bookkeeping; no clocks, no I/O. Virtual times are passed in. Each device is a row: its
-profile, last reported state and history in lists, and the state's hot fields (report time,
-online, charging, battery, free memory, link) in numpy columns
+profile and last reported state in lists, the state's hot fields (report time, online,
+charging, battery, free memory, link) in numpy columns
 (:class:`~fedfit.devices.state_columns.StateColumns`), so a round's check-in of many devices is
-a few array writes and :meth:`Registry.hot_states` reads many devices at once. The
-orchestration loops keep one: devices are enrolled with their profiles, report their state
-when they check in, and every finished task is recorded (:meth:`Registry.record_task`);
+a few array writes and :meth:`Registry.hot_states` reads many devices at once, and its task
+history in numpy columns too (:class:`~fedfit.devices.history.HistoryColumns`), so a round's
+results are recorded together (:meth:`Registry.record_tasks`). The orchestration loops keep
+one: devices are enrolled with their profiles, report their state when they check in, and every
+finished task is recorded (:meth:`Registry.record_task`);
 compute-aware and Oort-guided selection read readiness and feedback from it. It is the one
 mutable piece of server state besides the fleet's tasks in flight; :meth:`Registry.entries`
 and :meth:`Registry.restore` move it in and out of a checkpoint as frozen values.
@@ -21,69 +23,18 @@ and :meth:`Registry.restore` move it in and out of a checkpoint as frozen values
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from fedfit.devices.history import DeviceHistory, HistoryColumns, UpdateRecord
 from fedfit.devices.state_columns import HotStates, StateColumns
 from fedfit.types import DeviceProfile, DeviceState, Failure, TaskResult
 
-
-@dataclass(frozen=True, slots=True)
-class UpdateRecord:
-    """What a device's latest update reported (Oort's feedback, Lai et al. 2021).
-
-    Attributes:
-        round: the model version the task started from.
-        duration_s: virtual duration of the task, dispatch to arrival (its measured speed).
-        samples_processed: samples it passed through forward/backward.
-        train_loss: its mean training loss.
-    """
-
-    round: int
-    duration_s: float
-    samples_processed: int
-    train_loss: float
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceHistory:
-    """What a device has done so far (a copy; the registry keeps its own).
-
-    Attributes:
-        tasks: results recorded.
-        completions: results that returned an update.
-        failures_by_cause: failed results per cause string (``FailureCause`` values).
-        last_duration_s: virtual duration of the latest result; ``None`` before any.
-        last_round: highest round a result was recorded for; ``None`` before any.
-        failure_streak: failures in a row since its last success (retry back-off).
-        last_cause: cause of its latest result when that was a failure (``FailureCause``
-            value); ``None`` after a success or before any result.
-        suggested_batch: the server's initial batch suggestion from the profile (dynamic
-            batching); ``None`` until one is set.
-        last_batch: ``(micro_batch, accumulation_steps)`` the device last reported using;
-            ``None`` before any report. Effective batch = their product.
-        last_update: what its latest update reported; ``None`` before any update.
-        folded: model versions at which the server folded its updates into the model, in order
-            (participation weighting's history; an update dropped as stale or rejected is not
-            folded).
-    """
-
-    tasks: int = 0
-    completions: int = 0
-    failures_by_cause: dict[str, int] = field(default_factory=dict)
-    last_duration_s: float | None = None
-    last_round: int | None = None
-    failure_streak: int = 0
-    last_cause: str | None = None
-    suggested_batch: int | None = None
-    last_batch: tuple[int, int] | None = None
-    last_update: UpdateRecord | None = None
-    folded: tuple[int, ...] = ()
+__all__ = ["DeviceHistory", "Registry", "RegistryEntry", "UpdateRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +56,8 @@ class RegistryEntry:
     history: DeviceHistory
 
 
-#: The history of a device that has done nothing yet, shared by every such entry (histories are
-#: frozen and always replaced, never changed in place: a million idle devices hold one).
+#: The history of a device that has done nothing yet, shared by every such entry of
+#: :meth:`Registry.entries` (a million idle devices hold one).
 _NO_HISTORY = DeviceHistory()
 
 
@@ -120,8 +71,8 @@ class Registry:
         self._ids: list[int] = []
         self._profiles: list[DeviceProfile] = []
         self._states: list[DeviceState | None] = []
-        self._histories: list[DeviceHistory] = []
         self._columns = StateColumns()
+        self._history = HistoryColumns()
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -143,16 +94,25 @@ class Registry:
     def entries(self) -> tuple[RegistryEntry, ...]:
         """Every device's entry, in enrolment order (for a checkpoint)."""
         at = self._columns.rows(np.arange(len(self._ids))).reported_at_s.tolist()
+        histories = [_NO_HISTORY] * len(self._ids)
+        for row in self._history.written():
+            histories[row] = self._history.history(row)
         return tuple(RegistryEntry(d, p, s, None if t != t else t, h) for d, p, s, t, h in zip(
-            self._ids, self._profiles, self._states, at, self._histories))
+            self._ids, self._profiles, self._states, at, histories))
 
     def restore(self, entries: tuple[RegistryEntry, ...]) -> None:
         """Replace every entry with ``entries`` (from :meth:`entries`)."""
-        self._rows, self._ids, self._columns = None, [], StateColumns()
-        self._profiles, self._states, self._histories = [], [], []
-        for e in entries:
+        self._rows, self._ids, self._columns, self._history = None, [], StateColumns(), HistoryColumns()
+        self._profiles, self._states = [], []
+        empty = _NO_HISTORY  # a checkpoint's empty histories are often one shared value
+        for row, e in enumerate(entries):
             self.add(e.device_id, e.profile)
-            self._states[-1], self._histories[-1] = e.state, e.history
+            self._states[-1] = e.state
+            if e.history is not empty:
+                if e.history == _NO_HISTORY:
+                    empty = e.history
+                else:
+                    self._history.restore(row, e.history, len(entries))
         reported = [(i, e.state, math.nan if e.state_at_s is None else e.state_at_s)
                     for i, e in enumerate(entries) if e.state is not None]
         self._columns.write(np.array([r[0] for r in reported], dtype=np.int64), [r[1] for r in reported],
@@ -174,7 +134,6 @@ class Registry:
         self._ids.append(device_id)
         self._profiles.append(profile)
         self._states.append(None)
-        self._histories.append(_NO_HISTORY)
 
     def profile(self, device_id: int) -> DeviceProfile:
         """The device's static profile. Raises ``KeyError`` for an unknown id."""
@@ -246,47 +205,46 @@ class Registry:
         """
         if ok == (cause is not None):
             raise ValueError(f"ok={ok} needs cause {'None' if ok else 'set'}, got {cause!r}")
-        row = self._row(device_id)
-        self._histories[row] = _counted(self._histories[row], cause, duration_s, round)
+        self._history.record([self._row(device_id)], ok=[ok], causes=[_cause_name(cause)], durations_s=[duration_s],
+                             rounds=[round], size=len(self._ids))
 
     def record_task(self, result: TaskResult) -> None:
         """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
         batch it used (:meth:`record_batch`) and what it reported (``last_update``)."""
-        outcome, duration_s = result.outcome, result.finish_s - result.start_s
-        row, histories = self._row(result.plan.device_id), self._histories
-        if isinstance(outcome, Failure):
-            histories[row] = _counted(histories[row], outcome.cause, duration_s, result.plan.round)
+        self.record_tasks([result])
+
+    def record_tasks(self, results: Sequence[TaskResult]) -> None:
+        """:meth:`record_task` of each result, in order, as a few array writes.
+
+        Raises:
+            ValueError: an update with a micro-batch or accumulation below 1 (nothing is recorded).
+        """
+        if not results:
             return
-        if outcome.micro_batch < 1 or outcome.accumulation_steps < 1:
-            raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {outcome.micro_batch}, "
-                             f"{outcome.accumulation_steps}")
-        histories[row] = _counted(
-            histories[row], None, duration_s, result.plan.round,
-            last_batch=(outcome.micro_batch, outcome.accumulation_steps),
-            last_update=UpdateRecord(outcome.round, duration_s, outcome.samples_processed, outcome.train_loss))
+        ok, causes, durations, batches, updates = zip(*map(_task_record, results))
+        self._history.record([self._row(r.plan.device_id) for r in results], ok=ok, causes=causes,
+                             durations_s=durations, rounds=[r.plan.round for r in results], size=len(self._ids),
+                             batches=batches, updates=updates)
 
     def record_fold(self, device_id: int, version: int) -> tuple[int, ...]:
         """Note that the server folded one of the device's updates in at model ``version``;
         returns every version it was folded at so far."""
-        row = self._row(device_id)
-        folded = (*self._histories[row].folded, version)
-        self._histories[row] = dataclasses.replace(self._histories[row], folded=folded)
-        return folded
+        row, folded = self._row(device_id), self._history.folded
+        versions = folded[row] = (*folded.get(row, ()), version)
+        return versions
 
     def failure_streak(self, device_id: int) -> int:
         """Failures in a row since the device's last success (0: its last task succeeded)."""
-        return self._histories[self._row(device_id)].failure_streak
+        return self._history.failure_streak(self._row(device_id))
 
     def history(self, device_id: int) -> DeviceHistory:
         """A copy of the device's task history."""
-        h = self._histories[self._row(device_id)]
-        return dataclasses.replace(h, failures_by_cause=dict(h.failures_by_cause))
+        return self._history.history(self._row(device_id))
 
     def suggest_batch(self, device_id: int, micro_batch: int) -> None:
         """Store the server's initial batch suggestion for the device (from its profile, e.g.
         :func:`fedfit.policy.batching.initial_batch`)."""
-        row = self._row(device_id)
-        self._histories[row] = dataclasses.replace(self._histories[row], suggested_batch=micro_batch)
+        self._history.suggest_batch(self._row(device_id), micro_batch, len(self._ids))
 
     def record_batch(self, device_id: int, micro_batch: int, accumulation_steps: int) -> None:
         """Runtime feedback: the micro-batch and accumulation the device actually used.
@@ -296,8 +254,7 @@ class Registry:
         """
         if micro_batch < 1 or accumulation_steps < 1:
             raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {micro_batch}, {accumulation_steps}")
-        row = self._row(device_id)
-        self._histories[row] = dataclasses.replace(self._histories[row], last_batch=(micro_batch, accumulation_steps))
+        self._history.record_batch(self._row(device_id), micro_batch, accumulation_steps, len(self._ids))
 
     def readiness(self, device_id: int, afford: Callable[[DeviceProfile, DeviceState], int]) -> int:
         """The batch the device can afford now, from its last reported state (``afford`` is the
@@ -306,7 +263,7 @@ class Registry:
         row = self._row(device_id)
         state = self._states[row]
         if state is None:
-            return self._histories[row].suggested_batch or 0
+            return self._history.history(row).suggested_batch or 0
         return afford(self._profiles[row], state)
 
     def ids(self) -> list[int]:
@@ -325,17 +282,20 @@ class Registry:
         return list(self.ids_by_tier())
 
 
-def _counted(h: DeviceHistory, cause: object, duration_s: float, round: int, *,
-             last_batch: tuple[int, int] | None = None, last_update: UpdateRecord | None = None) -> DeviceHistory:
-    """``h`` with one more result (a failure when ``cause`` is set); a success also replaces the
-    batch used and the update's report when given."""
-    failures, key = h.failures_by_cause, None
-    if cause is not None:
-        key = str(cause.value) if isinstance(cause, enum.Enum) else str(cause)
-        failures = {**failures, key: failures.get(key, 0) + 1}
-    return DeviceHistory(
-        tasks=h.tasks + 1, completions=h.completions + (cause is None), failures_by_cause=failures,
-        last_duration_s=duration_s, last_round=round if h.last_round is None else max(h.last_round, round),
-        failure_streak=0 if cause is None else h.failure_streak + 1, last_cause=key,
-        suggested_batch=h.suggested_batch, last_batch=last_batch or h.last_batch,
-        last_update=last_update or h.last_update, folded=h.folded)
+def _task_record(result: TaskResult) -> tuple[bool, str | None, float, tuple[int, int] | None, UpdateRecord | None]:
+    """(ok, cause, duration, batch used, update report) of a finished task, as the history records it."""
+    outcome, duration_s = result.outcome, result.finish_s - result.start_s
+    if isinstance(outcome, Failure):
+        return False, _cause_name(outcome.cause), duration_s, None, None
+    if outcome.micro_batch < 1 or outcome.accumulation_steps < 1:
+        raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {outcome.micro_batch}, "
+                         f"{outcome.accumulation_steps}")
+    return True, None, duration_s, (outcome.micro_batch, outcome.accumulation_steps), UpdateRecord(
+        outcome.round, duration_s, outcome.samples_processed, outcome.train_loss)
+
+
+def _cause_name(cause: object) -> str | None:
+    """A failure cause as the history stores it (a ``FailureCause``'s value); ``None`` stays."""
+    if cause is None:
+        return None
+    return str(cause.value) if isinstance(cause, enum.Enum) else str(cause)

@@ -209,15 +209,12 @@ class SyncOrchestrator:
         while successes < k and (t := self.fleet.peek_time()) is not None and t <= deadline:
             result = self.fleet.next_result()
             assert result is not None
-            self.registry.record_task(result)
             results.append(result)
-            tally.count_result(result)
             end_s = max(end_s, result.finish_s)
-            if isinstance(result.outcome, Failure):
-                tally.count_failure(result.tier, result.outcome.cause)
-            else:
+            if not isinstance(result.outcome, Failure):
                 successes += result.plan.round == r  # late updates of earlier rounds do not count
-                tally.count_success(result)
+        tally.count_results(results)  # counted and recorded together: nothing reads them while a round collects
+        self.registry.record_tasks(results)
         if self.config.late_updates == "stale":
             if successes < k and self.fleet.peek_time() is not None:
                 end_s = deadline  # the round gave up on its stragglers, which keep running

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fedfit.types import FailureCause, RoundReport, TaskResult
+from fedfit.types import Failure, FailureCause, RoundReport, TaskResult
 
 
 @dataclass
@@ -43,6 +44,18 @@ class RoundTally:
         self.participants[result.tier] += 1
         self.bytes_up += result.cost.bytes_up
         self.micro_batches.setdefault(result.tier, []).append(result.plan.micro_batch)
+
+    def count_results(self, results: Sequence[TaskResult]) -> None:
+        """:meth:`count_result`, then :meth:`count_failure` or :meth:`count_success`, of each
+        result in order (a round's, counted together once it has collected them)."""
+        for result in results:
+            self.bytes_down += result.cost.bytes_down
+            self.energy_j += result.cost.energy_j
+            outcome = result.outcome
+            if isinstance(outcome, Failure):
+                self.count_failure(result.tier, outcome.cause)
+            else:
+                self.count_success(result)
 
     def mean_micro_batch(self) -> dict[str, float]:
         return {t: sum(v) / len(v) for t, v in sorted(self.micro_batches.items())}
