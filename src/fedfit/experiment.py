@@ -70,6 +70,7 @@ from fedfit.policy.dynamite.calibrate import Calibration
 from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
 from fedfit.policy.planning import RoundObserver
 from fedfit.simulation.batched import BatchedExecutor
+from fedfit.simulation.threaded import ThreadExecutor
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.workload import Workload, WorkloadRecipe
@@ -191,6 +192,8 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
         return ProcessPoolExecutor(recipe, config.simulation.workers)
     if config.simulation.executor == "batched":
         return BatchedExecutor(workload)
+    if config.simulation.executor == "threads":
+        return ThreadExecutor(workload, config.simulation.workers)
     if config.simulation.executor == "ray":
         from fedfit.simulation.ray_executor import RayExecutor  # Ray is an optional extra
 
