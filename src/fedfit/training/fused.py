@@ -66,10 +66,11 @@ def fused_step(model: nn.Module) -> MicroStep | None:
             logp = torch.log_softmax(relus.pop(), 1)
             total, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, _SUM, _IGNORE)
             loss = total / n
+            del total
             grad = torch.ops.aten.nll_loss_backward(torch.ones_like(loss) / n, logp, ys, None, _SUM, _IGNORE, weight)
-            grad = torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)
-            del logp
-            _backward(layers, rate, inputs, relus, grad)
+            held = [torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)]
+            del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
+            _backward(layers, rate, inputs, relus, held)
         return loss
 
     return step
@@ -88,8 +89,11 @@ def _forward(layers: list[nn.Linear], rate: float, x: torch.Tensor) -> tuple[lis
 
 
 def _backward(layers: list[nn.Linear], rate: float, inputs: list[torch.Tensor], relus: list[torch.Tensor],
-              grad: torch.Tensor) -> None:
-    """Accumulate every layer's weight and bias gradient, last layer first, as the engine does."""
+              held: list[torch.Tensor]) -> None:
+    """Accumulate every layer's weight and bias gradient, last layer first, as the engine does,
+    from the logits' gradient (``held``, taken out so that no caller keeps it alive): each layer's
+    input and ReLU output are dropped once used, as the engine releases saved tensors."""
+    grad = held.pop()
     for i in range(len(layers) - 1, -1, -1):
         layer, x = layers[i], inputs.pop()
         _accumulate(layer.weight, grad.t().mm(x))
