@@ -31,7 +31,7 @@ DATA = {"dataset": "fashion_mnist", "num_devices": 100, "partition": "iid", "see
 
 
 def fused_vs_autograd(workload: Workload, repeats: int) -> None:
-    fused = techniques.fused_step
+    fused = getattr(techniques, "fused_step")
     model, params = workload.module(1.0), workload.recipe.model.build().state_dict()
     x, y = workload.data.train[0].x, workload.data.train[0].y
     plan = TrainPlan(0, 1, micro_batch=32, lr=0.05)
@@ -40,12 +40,12 @@ def fused_vs_autograd(workload: Workload, repeats: int) -> None:
     try:
         for _ in range(repeats):
             for on in (True, False):
-                techniques.fused_step = fused if on else (lambda m: None)  # type: ignore[assignment,misc,return-value]
+                setattr(techniques, "fused_step", fused if on else (lambda m: None))
                 start = time.process_time()
                 last[on] = train(model, params, x, y, plan, seed=0)
                 cpu[on].append(time.process_time() - start)
     finally:
-        techniques.fused_step = fused
+        setattr(techniques, "fused_step", fused)
     same = all(torch.equal(last[True].params[k], last[False].params[k]) for k in params)
     f, a = statistics.median(cpu[True]), statistics.median(cpu[False])
     print(f"fused {f * 1e3:.2f} ms vs autograd {a * 1e3:.2f} ms CPU per update (median of {repeats}): "
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    data = build_federated_data(**DATA)  # type: ignore[arg-type]
+    data = build_federated_data(**DATA)
     workload = Workload(WorkloadRecipe(ModelSpec("mlp", data.input_shape, data.num_classes),
                                        tuple(sorted(DATA.items())), seed=0), data)
     fused_vs_autograd(workload, args.repeats)
