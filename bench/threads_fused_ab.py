@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import torch
 
@@ -26,7 +27,7 @@ from fedfit.training import techniques
 from fedfit.training.trainer import train
 from fedfit.types import TrainPlan, Update
 
-DATA = {"dataset": "fashion_mnist", "num_devices": 100, "partition": "iid", "seed": 0, "max_train_samples": 60000,
+DATA: dict[str, Any] = {"dataset": "fashion_mnist", "num_devices": 100, "partition": "iid", "seed": 0, "max_train_samples": 60000,
         "max_test_samples": 1000, "local_test_fraction": 0.0}
 
 
