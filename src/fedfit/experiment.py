@@ -70,9 +70,9 @@ from fedfit.policy.dynamite.calibrate import Calibration
 from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
 from fedfit.policy.planning import RoundObserver
 from fedfit.simulation.batched import BatchedExecutor
-from fedfit.simulation.threaded import ThreadExecutor
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
+from fedfit.simulation.threaded import ThreadExecutor
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.training import OptimizerConfig, evaluate
 from fedfit.training.static_bn import evaluate_static
