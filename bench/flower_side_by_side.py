@@ -10,7 +10,9 @@ returns an update on both sides. Each entry of ``--sides`` is one row: ``fedfit`
 ``--fedfit-executor`` names, ``local`` by default: one process), ``fedfit:process`` (a pool of
 ``--num-cpus`` workers, as many processes as Flower's client actors; results identical to
 ``local``), ``fedfit:batched`` (a round's cohort trained as one vectorised op; results equal to
-``local`` within float rounding) and ``flower``.
+``local`` within float rounding), ``fedfit:threads`` (the devices of a round trained concurrently on
+``--num-cpus`` threads of one process, as many as Flower's client actors; results identical to
+``local``) and ``flower``.
 
 Each side runs in its own child process; the parent times the child from spawn to exit (the
 whole-process wall time, imports and Ray start-up included) and samples the CPU time (user +
@@ -40,7 +42,7 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 os.environ["OMP_NUM_THREADS"] = "1"  # both sides, and Flower's Ray workers, which inherit it
 
 #: fedfit executors a row may run, and the rows ``--sides`` accepts.
-EXECUTORS = ("local", "process", "batched")
+EXECUTORS = ("local", "process", "batched", "threads")
 SIDES = ("fedfit", *(f"fedfit:{e}" for e in EXECUTORS), "flower")
 ALWAYS_ON = "t_s,link,bandwidth_bps,online,temperature_c\n0,wifi,100000000,true,30\n"
 
@@ -214,7 +216,7 @@ def row_label(side: str, args: argparse.Namespace) -> str:
     if side == "flower":
         return f"flower ({args.num_cpus} actors)"
     executor = fedfit_executor(side, args)
-    return f"fedfit {executor}" + (f" ({args.num_cpus} workers)" if executor == "process" else "")
+    return f"fedfit {executor}" + (f" ({args.num_cpus} workers)" if executor in ("process", "threads") else "")
 
 
 def per_update(r: dict[str, float]) -> float:
@@ -258,9 +260,11 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]
                     help="Ray CPUs for Flower's simulation (and fedfit's pool workers with --fedfit-executor process)")
     ap.add_argument("--fedfit-executor", default="local", choices=list(EXECUTORS),
                     help="the executor of a plain 'fedfit' row: local (one process), process (a pool of "
-                         "--num-cpus workers) or batched (vmap over a round's cohort)")
+                         "--num-cpus workers), batched (vmap over a round's cohort) or threads (--num-cpus "
+                         "training threads in one process)")
     ap.add_argument("--sides", default="fedfit,flower",
-                    help="rows, comma-separated: fedfit, fedfit:local, fedfit:process, fedfit:batched, flower")
+                    help="rows, comma-separated: fedfit, fedfit:local, fedfit:process, fedfit:batched, "
+                         "fedfit:threads, flower")
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of fedfit's round loop (local rows)")
     ap.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -28,6 +28,7 @@ from fedfit.policy.width import WidthPlanner
 from fedfit.simulation.batched import BatchedExecutor
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
+from fedfit.simulation.threaded import ThreadExecutor
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.types import Params
 from fedfit.autorun import Resolved, driver, resolve
@@ -64,6 +65,8 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
         return ProcessPoolExecutor(recipe, config.simulation.workers)
     if config.simulation.executor == "batched":
         return BatchedExecutor(workload)
+    if config.simulation.executor == "threads":
+        return ThreadExecutor(workload, config.simulation.workers)
     if config.simulation.executor == "ray":
         from fedfit.simulation.ray_executor import RayExecutor  # Ray is an optional extra
 

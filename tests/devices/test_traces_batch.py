@@ -136,3 +136,30 @@ def test_columns_from_start(tmp_path) -> None:
         path.write_text(text)
         assert columns_from_start(path) == expected, text
     assert columns_from_start(tmp_path / "missing.csv") == frozenset()
+
+
+def _app_memory_share_spell_by_spell(rng: np.random.Generator, n: int, params: TraceParams) -> np.ndarray:
+    """The app-memory generator as it was: each running spell added to its slice on its own."""
+    share = np.zeros(n)
+    p_end_on = 1.0 / max(params.app_mean_on_s / params.step_s, 1.0)
+    p_end_off = 1.0 / max(params.app_mean_off_s / params.step_s, 1.0)
+    p_on = params.app_mean_on_s / (params.app_mean_on_s + params.app_mean_off_s)
+    for _ in range(params.app_slots):
+        start, running = 0, bool(rng.random() < p_on)
+        while start < n:
+            length = int(rng.geometric(p_end_on if running else p_end_off))
+            if running:
+                share[start:start + length] += rng.uniform(*params.app_share)
+            start, running = start + length, not running
+    return share
+
+
+@pytest.mark.parametrize("params", [TraceParams(), TraceParams(step_s=3600.0), TraceParams(step_s=10.0),
+                                    TraceParams(app_slots=7, app_mean_on_s=60.0, app_mean_off_s=120.0)])
+def test_app_memory_filled_slot_by_slot_equals_spell_by_spell(params: TraceParams) -> None:
+    from fedfit.devices.generators import app_memory_share
+
+    n = int(172800 / params.step_s)
+    for device in range(40):
+        want = _app_memory_share_spell_by_spell(np.random.default_rng([3, device, 1]), n, params)
+        assert app_memory_share(np.random.default_rng([3, device, 1]), n, params).tobytes() == want.tobytes()

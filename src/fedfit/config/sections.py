@@ -280,10 +280,11 @@ class SimulationConfig(Section):
     intra-op thread per task (:mod:`fedfit.simulation.threads`). ``batched``: in this process, a
     round's devices with the same plan shape trained as one vectorised op (:mod:`fedfit.simulation.batched`).
     ``ray_address``: the Ray cluster ``executor: ray`` joins (``"auto"`` or ``"HOST:PORT"``);
-    ``None``: a local one (:mod:`fedfit.simulation.ray_executor`).
+    ``None``: a local one (:mod:`fedfit.simulation.ray_executor`). ``threads``: in this process,
+    devices trained concurrently on ``workers`` threads (:mod:`fedfit.simulation.threaded`).
     """
 
-    executor: Literal["local", "process", "batched", "ray"] = "local"
+    executor: Literal["local", "process", "batched", "ray", "threads"] = "local"
     workers: PositiveInt | Literal["auto"] = 2
     torch_threads: PositiveInt | Literal["auto"] = "auto"
     ray_address: str | None = None

@@ -243,7 +243,8 @@ def _overlay(
     arrays: dict[str, npt.NDArray[Any] | None] = {}
     for name in TRACE_ARRAYS:
         array = getattr(base, name)
-        arrays[name] = None if array is None else np.resize(array, n)
+        # a copy (base stays unchanged), repeated cyclically when the file runs past its horizon
+        arrays[name] = None if array is None else array.copy() if len(array) == n else np.resize(array, n)
     for name, column in values.items():
         target = arrays[name]
         if target is None:  # temperature on a trace without one: unknown (NaN) before row 2

@@ -90,18 +90,22 @@ def app_memory_share(rng: np.random.Generator, n: int, params: TraceParams) -> F
     holds a share drawn from ``params.app_share``.
     """
     share = np.zeros(n)
-    # spell_length's draws inlined (one spell per iteration: the call overhead was most of it)
+    # spell_length's draws inlined (one spell per iteration: the call overhead was most of it);
+    # a slot's spells are filled in at once: 0.0 where it is stopped (x + 0.0 is x, bit for bit)
     geometric, uniform, (low, high) = rng.geometric, rng.uniform, params.app_share
     p_end_on = 1.0 / max(params.app_mean_on_s / params.step_s, 1.0)
     p_end_off = 1.0 / max(params.app_mean_off_s / params.step_s, 1.0)
     p_on = params.app_mean_on_s / (params.app_mean_on_s + params.app_mean_off_s)
     for _ in range(params.app_slots):
         start, running = 0, bool(rng.random() < p_on)
+        lengths: list[int] = []
+        values: list[float] = []
         while start < n:
             length = int(geometric(p_end_on if running else p_end_off))
-            if running:
-                share[start : start + length] += uniform(low, high)
+            lengths.append(length)
+            values.append(uniform(low, high) if running else 0.0)
             start, running = start + length, not running
+        share += np.repeat(values, lengths)[:n]
     return share
 
 

@@ -19,6 +19,7 @@ from fedfit.training import qat
 from fedfit.training.checkpointing import layered_forward
 from fedfit.training.dp_sgd import dp_sgd_step, noise_generator
 from fedfit.training.freezing import freeze_except, importance_stages
+from fedfit.training.fused import fused_step
 from fedfit.training.optimizers import OptimizerConfig, make_optimizer
 from fedfit.training.partial import compact_program, mask_generator, random_masks
 from fedfit.training.program import Program, loss_step, state_of
@@ -102,7 +103,10 @@ def build_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig,
     if not t.active:
         opt = make_optimizer(model.parameters(), plan.lr, optimizer)
         dp = optimizer.local_dp
-        step = dp_sgd_step(model, dp, noise_generator(dp.seed, plan.device_id, plan.round)) if dp else loss_step(model)
+        if dp:
+            step = dp_sgd_step(model, dp, noise_generator(dp.seed, plan.device_id, plan.round))
+        else:  # the zoo's linear stacks step without autograd, bit-identically (fedfit.training.fused)
+            step = fused_step(model) or loss_step(model)
         return Program(step, (opt,), lambda: (state_of(model), None))
     if optimizer.local_dp is not None:
         raise PlanError("techniques: local DP-SGD cannot be combined with memory techniques")
