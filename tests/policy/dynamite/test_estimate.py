@@ -55,7 +55,7 @@ def test_pseudo_gradient_of_local_gradient_descent() -> None:
 
 def test_noise_variance_by_hand() -> None:
     # ‖Δg‖² = 25, β‖Δw‖ = 3 -> residual 16, over 1/4 + 1/4 -> σ² = 32
-    assert noise_variance([(torch.tensor([3.0, 4.0]), 4, 4)], beta=3.0, step=1.0) == pytest.approx(32.0)
+    assert noise_variance([(torch.tensor([3.0, 4.0]), 1 / 4 + 1 / 4)], beta=3.0, step=1.0) == pytest.approx(32.0)
 
 
 def test_estimates_are_smoothed_over_rounds() -> None:

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import torch
 
 from fedfit.policy.dynamite.bound import Estimates
+from fedfit.policy.dynamite.sampling import draw_variance
 
 
 def pseudo_gradient(start: torch.Tensor, end: torch.Tensor, lr: float, steps: int) -> torch.Tensor:
@@ -99,19 +100,20 @@ def lipschitz(g: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(g))
 
 
-def noise_variance(changes: Sequence[tuple[torch.Tensor, int, int]], beta: float, step: float) -> float | None:
+def noise_variance(changes: Sequence[tuple[torch.Tensor, float]], beta: float, step: float) -> float | None:
     """σ² from devices seen in two consecutive rounds.
 
     Args:
-        changes: per device, (g_i(t+1) − g_i(t), n_i(t), n_i(t+1)).
+        changes: per device, (g_i(t+1) − g_i(t), v_i(t) + v_i(t+1)): the gradient change and
+            the variance of its sampling noise in units of σ² (:func:`.sampling.draw_variance`).
         beta: the smoothness estimate.
         step: ‖w(t+1) − w(t)‖.
 
     Returns:
-        The mean estimate, or ``None`` without devices.
+        The estimate, or ``None`` without devices whose change carries noise.
     """
-    values = [max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2) / (1 / n0 + 1 / n1)
-              for dg, n0, n1 in changes if n0 > 0 and n1 > 0]
+    values = [max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2) / v
+              for dg, v in changes if v > 0]
     return sum(values) / len(values) if values else None
 
 
@@ -150,6 +152,14 @@ class RoundObservation:
     version: int = -1
     steps: dict[int, int] = dataclasses.field(default_factory=dict)
     start_losses: dict[int, float] = dataclasses.field(default_factory=dict)
+    batches: dict[int, int] = dataclasses.field(default_factory=dict)
+
+    def draw_variance(self, device: int) -> float:
+        """The sampling variance of the device's pseudo-gradient in units of σ²: the trainer's
+        epochs over its ``shares`` samples when its batch and steps are known, else ``1/n``."""
+        if device in self.batches and device in self.steps:
+            return draw_variance(int(self.shares[device]), self.batches[device], self.steps[device])
+        return 1 / max(1, self.samples[device])
 
 
 @dataclass(frozen=True)
@@ -214,12 +224,12 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
     g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])
     total = sum(obs.shares[i] for i in common)
-    spread = sum((obs.shares[i] / total) ** 2 * (1 / max(1, prev.samples[i]) + 1 / max(1, obs.samples[i]))
-                 for i in common)
+    draws = {i: prev.draw_variance(i) + obs.draw_variance(i) for i in common}
+    spread = sum((obs.shares[i] / total) ** 2 * draws[i] for i in common)
     beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(state.sigma2 or 0.0) * spread)
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
-    changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
+    changes = [(obs.grads[i] - prev.grads[i], draws[i]) for i in common]
     sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
-    zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _, _), i in zip(changes, common)], step)
+    zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _), i in zip(changes, common)], step)
     return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
                                sigma2=smooth(state.sigma2, sigma2, holding), zeta=smooth(state.zeta, zeta, holding))
