@@ -21,9 +21,12 @@ and from one round (t) to the next (t+1)::
                                                           it (the loss secant the authors use
                                                           mixes losses averaged over local paths
                                                           of different lengths once τ changes)
-    σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
-         devices in both rounds; n_i = samples processed): the part of a device's gradient
-         change its smoothness does not explain is mini-batch noise of variance σ²/n.
+    σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / Σ_i (v_i(t) + v_i(t+1))  (over the
+         devices in both rounds): the part of a device's gradient change its smoothness does
+         not explain is mini-batch noise of variance σ² v_i, v_i the pseudo-gradient's sampling
+         variance under the trainer's shuffled epochs (:mod:`.sampling`; 1/n_i, n_i the samples
+         processed, where the batch is unknown). Pooled, not averaged per device: a device whose
+         task ran nearly whole epochs has v_i ≈ 0 and would blow its residual up.
     ζ  = Σ p_i ‖Δg_i − Δg‖ / ‖Δw‖      Hessian dissimilarity: how differently the devices'
          gradients change along the same step (Δg_i = g_i(t+1) − g_i(t), Δg = Σ p_i Δg_i over
          the devices in both rounds); it is what makes the averaged model drift
@@ -112,9 +115,8 @@ def noise_variance(changes: Sequence[tuple[torch.Tensor, float]], beta: float, s
     Returns:
         The estimate, or ``None`` without devices whose change carries noise.
     """
-    values = [max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2) / v
-              for dg, v in changes if v > 0]
-    return sum(values) / len(values) if values else None
+    kept = [(max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2), v) for dg, v in changes if v > 0]
+    return sum(r for r, _ in kept) / sum(v for _, v in kept) if kept else None
 
 
 def smooth(old: float | None, new: float | None, holding: float) -> float | None:
