@@ -11,7 +11,7 @@ started from the global model w is the update's *pseudo-gradient*::
 and from one round (t) to the next (t+1)::
 
     δ  = Σ p_i ‖g_i − g‖                                  gradient divergence
-    β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (1/n_i(t) + 1/n_i(t+1))) / ‖w(t+1) − w(t)‖
+    β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (v_i(t) + v_i(t+1))) / ‖w(t+1) − w(t)‖
                                                           smoothness: the gradient secant over
                                                           the devices in both rounds, less the
                                                           mini-batch noise it expects
