@@ -12,10 +12,14 @@ Two measurements on examples/dynamite.yaml (30 virtual seconds, online DYNAMITE)
   drift term ρ·h(τ)/(ητ) set to zero (a diagnostic only: no config reaches it), then with h(τ)
   replaced by its first-order form δη²βτ(τ−1)/2 (the one the closed form uses), uncalibrated;
   time to the target and the τ planned.
+* ``--sigma``: per round, the true per-sample gradient variance σ² at the new global model
+  (per-sample gradients of every device's data about its own mean, share-weighted) beside the
+  planner's smoothed estimate, β, and the τ and b_i it planned (``--fashion``: Fashion-MNIST
+  with bench/dynamite.py's settings).
 * ``--calibration``: per round, the τ planned, the global loss the devices' received-model
   losses sample, the progress and drift the bound planned for the round, and the drift factor c.
 
-    PYTHONPATH=src python bench/dynamite_diagnose.py --seeds 0 1 2 [--truth] [--ablation] [--calibration]
+    PYTHONPATH=src python bench/dynamite_diagnose.py --seeds 0 1 2 [--truth] [--ablation] [--calibration] [--sigma [--fashion]]
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 import torch
-from torch.func import functional_call
+from torch.func import functional_call, grad, vmap
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.experiment import built
@@ -39,9 +43,13 @@ from fedfit.types import Params
 BUDGET_S = 30.0
 
 
-def config(seed: int, calibrated: bool = True) -> ExperimentConfig:
+FASHION = {"data.dataset": "fashion_mnist", "data.max_train_samples": 1600, "data.max_test_samples": 500,
+           "evaluation.target_accuracy": 0.65}
+
+
+def config(seed: int, calibrated: bool = True, fashion: bool = False) -> ExperimentConfig:
     base = load_config("examples/dynamite.yaml")
-    overrides = {"seed": seed, "orchestration.rounds": 1000, "dynamite.budget_time_s": BUDGET_S,
+    overrides = {**(FASHION if fashion else {}), "seed": seed, "orchestration.rounds": 1000, "dynamite.budget_time_s": BUDGET_S,
                  "dynamite.drift_calibration.enabled": calibrated}
     return apply_strategy(with_overrides(base, overrides), "dynamite-online")
 
@@ -136,12 +144,48 @@ def calibration(seed: int) -> None:
                   f"{loss:6.3f} {last.progress:7.4f} {last.drift:9.4g} | {c.factor:.3f}", flush=True)
 
 
+def per_sample_variance(module: torch.nn.Module, params: Params, data: list) -> float:
+    """σ²: the share-weighted mean over devices of E_j ‖∇f_j(w) − ∇F_i(w)‖² on all they hold."""
+    names = sorted(n for n, _ in module.named_parameters())
+    ps = {n: params[n].detach().float() for n in names}
+
+    def f(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(functional_call(module, p, (x.unsqueeze(0),)), y.unsqueeze(0))
+
+    total, weighted = 0, 0.0
+    for d in data:
+        x, y = torch.as_tensor(d.x).float(), torch.as_tensor(d.y).long()
+        g = vmap(grad(f), in_dims=(None, 0, 0))(ps, x, y)
+        flat = torch.cat([g[n].reshape(len(y), -1) for n in names], 1).double()
+        weighted += float(((flat - flat.mean(0)) ** 2).sum(1).mean()) * len(y)
+        total += len(y)
+    return weighted / total
+
+
+def sigma(seed: int, fashion: bool) -> None:
+    print(f"\n{'fashion_mnist' if fashion else 'digits'} seed {seed}: t, accuracy | TRUE sigma2 | estimated sigma2, beta | tau, b_i planned")
+    with built(config(seed, fashion=fashion)) as exp:
+        planner = exp.orchestrator.observer
+        assert isinstance(planner, DynamitePlanner)
+        module = exp.workload.module(1.0)
+        for outcome in exp.orchestrator.rounds(exp.initial_params):
+            r = outcome.report
+            if r.virtual_time_s > BUDGET_S:
+                break
+            true = per_sample_variance(module, outcome.params, exp.workload.data.train)
+            e, (_, tau, batches) = planner.estimator.estimates(planner.settings.prior), planner.history[-1]
+            print(f"  t={r.virtual_time_s:5.1f} acc={r.accuracy or 0:.3f} | {true:7.2f} | {e.sigma2:7.2f} {e.beta:6.3f} | "
+                  f"{tau} {batches}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--truth", action="store_true")
     parser.add_argument("--ablation", action="store_true")
     parser.add_argument("--calibration", action="store_true")
+    parser.add_argument("--sigma", action="store_true")
+    parser.add_argument("--fashion", action="store_true", help="--sigma on Fashion-MNIST")
     args = parser.parse_args()
     for seed in args.seeds:
         if args.truth:
@@ -150,6 +194,8 @@ def main() -> None:
             ablation(seed)
         if args.calibration:
             calibration(seed)
+        if args.sigma:
+            sigma(seed, args.fashion)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def test_pseudo_gradient_of_local_gradient_descent() -> None:
 
 def test_noise_variance_by_hand() -> None:
     # ‖Δg‖² = 25, β‖Δw‖ = 3 -> residual 16, over 1/4 + 1/4 -> σ² = 32
-    assert noise_variance([(torch.tensor([3.0, 4.0]), 4, 4)], beta=3.0, step=1.0) == pytest.approx(32.0)
+    assert noise_variance([(torch.tensor([3.0, 4.0]), 1 / 4 + 1 / 4)], beta=3.0, step=1.0) == pytest.approx(32.0)
 
 
 def test_estimates_are_smoothed_over_rounds() -> None:
@@ -104,3 +104,19 @@ def test_f0_falls_back_to_the_training_loss_without_start_losses() -> None:
     obs = dataclasses.replace(exact_round(torch.tensor([5.0, -2.0, 1.0])), loss=0.75,
                               start_losses={0: float("nan")})
     assert observe(EstimatorState(), obs, holding=0.0).loss == pytest.approx(0.75)
+
+
+def test_noise_variance_pools_residuals_over_the_devices_sampling_variance() -> None:
+    # residuals 25 − 9 = 16 and 100 − 9 = 91 over sampling variances 0.5 and 0.1: (16 + 91) / 0.6;
+    # a device whose change carries no sampling noise (whole epochs) says nothing about σ²
+    changes = [(torch.tensor([3.0, 4.0]), 0.5), (torch.tensor([6.0, 8.0]), 0.1), (torch.tensor([1.0, 0.0]), 0.0)]
+    assert noise_variance(changes, beta=3.0, step=1.0) == pytest.approx(107 / 0.6)
+    assert noise_variance([(torch.tensor([1.0, 0.0]), 0.0)], beta=0.0, step=1.0) is None
+
+
+def test_observation_sampling_variance_follows_the_trainers_epochs() -> None:
+    obs = dataclasses.replace(exact_round(torch.zeros(3), samples=40), shares={0: 10.0, 1: 100.0, 2: 5.0},
+                              steps={0: 1, 1: 2}, batches={0: 4, 1: 20})
+    assert obs.draw_variance(0) == pytest.approx(1 / 4 * 6 / 9)  # one batch of 4 of 10
+    assert obs.draw_variance(1) == pytest.approx(1 / 40 * 60 / 99)  # 40 of 100 in one pass
+    assert obs.draw_variance(2) == pytest.approx(1 / 40)  # batch unknown: independent draws, 1/n

@@ -11,7 +11,7 @@ started from the global model w is the update's *pseudo-gradient*::
 and from one round (t) to the next (t+1)::
 
     δ  = Σ p_i ‖g_i − g‖                                  gradient divergence
-    β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (1/n_i(t) + 1/n_i(t+1))) / ‖w(t+1) − w(t)‖
+    β  = sqrt(‖g(t+1) − g(t)‖² − σ² Σ p_i² (v_i(t) + v_i(t+1))) / ‖w(t+1) − w(t)‖
                                                           smoothness: the gradient secant over
                                                           the devices in both rounds, less the
                                                           mini-batch noise it expects
@@ -21,9 +21,12 @@ and from one round (t) to the next (t+1)::
                                                           it (the loss secant the authors use
                                                           mixes losses averaged over local paths
                                                           of different lengths once τ changes)
-    σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / (1/n_i(t+1) + 1/n_i(t))  (mean over
-         devices in both rounds; n_i = samples processed): the part of a device's gradient
-         change its smoothness does not explain is mini-batch noise of variance σ²/n.
+    σ² = Σ_i max(0, ‖g_i(t+1) − g_i(t)‖² − β² ‖Δw‖²) / Σ_i (v_i(t) + v_i(t+1))  (over the
+         devices in both rounds): the part of a device's gradient change its smoothness does
+         not explain is mini-batch noise of variance σ² v_i, v_i the pseudo-gradient's sampling
+         variance under the trainer's shuffled epochs (:mod:`.sampling`; 1/n_i, n_i the samples
+         processed, where the batch is unknown). Pooled, not averaged per device: a device whose
+         task ran nearly whole epochs has v_i ≈ 0 and would blow its residual up.
     ζ  = Σ p_i ‖Δg_i − Δg‖ / ‖Δw‖      Hessian dissimilarity: how differently the devices'
          gradients change along the same step (Δg_i = g_i(t+1) − g_i(t), Δg = Σ p_i Δg_i over
          the devices in both rounds); it is what makes the averaged model drift
@@ -53,6 +56,7 @@ from dataclasses import dataclass
 import torch
 
 from fedfit.policy.dynamite.bound import Estimates
+from fedfit.policy.dynamite.sampling import draw_variance
 
 
 def pseudo_gradient(start: torch.Tensor, end: torch.Tensor, lr: float, steps: int) -> torch.Tensor:
@@ -99,20 +103,20 @@ def lipschitz(g: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(g))
 
 
-def noise_variance(changes: Sequence[tuple[torch.Tensor, int, int]], beta: float, step: float) -> float | None:
+def noise_variance(changes: Sequence[tuple[torch.Tensor, float]], beta: float, step: float) -> float | None:
     """σ² from devices seen in two consecutive rounds.
 
     Args:
-        changes: per device, (g_i(t+1) − g_i(t), n_i(t), n_i(t+1)).
+        changes: per device, (g_i(t+1) − g_i(t), v_i(t) + v_i(t+1)): the gradient change and
+            the variance of its sampling noise in units of σ² (:func:`.sampling.draw_variance`).
         beta: the smoothness estimate.
         step: ‖w(t+1) − w(t)‖.
 
     Returns:
-        The mean estimate, or ``None`` without devices.
+        The estimate, or ``None`` without devices whose change carries noise.
     """
-    values = [max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2) / (1 / n0 + 1 / n1)
-              for dg, n0, n1 in changes if n0 > 0 and n1 > 0]
-    return sum(values) / len(values) if values else None
+    kept = [(max(0.0, float(torch.linalg.vector_norm(dg)) ** 2 - (beta * step) ** 2), v) for dg, v in changes if v > 0]
+    return sum(r for r, _ in kept) / sum(v for _, v in kept) if kept else None
 
 
 def smooth(old: float | None, new: float | None, holding: float) -> float | None:
@@ -150,6 +154,14 @@ class RoundObservation:
     version: int = -1
     steps: dict[int, int] = dataclasses.field(default_factory=dict)
     start_losses: dict[int, float] = dataclasses.field(default_factory=dict)
+    batches: dict[int, int] = dataclasses.field(default_factory=dict)
+
+    def draw_variance(self, device: int) -> float:
+        """The sampling variance of the device's pseudo-gradient in units of σ²: the trainer's
+        epochs over its ``shares`` samples when its batch and steps are known, else ``1/n``."""
+        if device in self.batches and device in self.steps:
+            return draw_variance(int(self.shares[device]), self.batches[device], self.steps[device])
+        return 1 / max(1, self.samples[device])
 
 
 @dataclass(frozen=True)
@@ -214,12 +226,12 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
     g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])
     total = sum(obs.shares[i] for i in common)
-    spread = sum((obs.shares[i] / total) ** 2 * (1 / max(1, prev.samples[i]) + 1 / max(1, obs.samples[i]))
-                 for i in common)
+    draws = {i: prev.draw_variance(i) + obs.draw_variance(i) for i in common}
+    spread = sum((obs.shares[i] / total) ** 2 * draws[i] for i in common)
     beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(state.sigma2 or 0.0) * spread)
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
-    changes = [(obs.grads[i] - prev.grads[i], prev.samples[i], obs.samples[i]) for i in common]
+    changes = [(obs.grads[i] - prev.grads[i], draws[i]) for i in common]
     sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
-    zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _, _), i in zip(changes, common)], step)
+    zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _), i in zip(changes, common)], step)
     return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
                                sigma2=smooth(state.sigma2, sigma2, holding), zeta=smooth(state.zeta, zeta, holding))

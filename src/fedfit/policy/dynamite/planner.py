@@ -217,7 +217,7 @@ class DynamitePlanner:
         if start_version is None:
             return None
         start = self.versions[start_version]
-        grads, samples, shares, losses, steps, starts = {}, {}, {}, [], {}, {}
+        grads, samples, shares, losses, steps, starts, batches = {}, {}, {}, [], {}, {}, {}
         for u, plan in ((r.outcome, r.plan) for r in results if isinstance(r.outcome, Update)):
             if u.round != start_version or u.masks is not None:
                 continue
@@ -226,7 +226,7 @@ class DynamitePlanner:
                 continue  # a narrower sub-model: not comparable with the master
             grads[u.device_id] = pseudo_gradient(start, end, plan.lr, u.steps)
             samples[u.device_id], shares[u.device_id] = u.samples_processed, float(max(1, u.num_examples))
-            steps[u.device_id] = u.steps
+            steps[u.device_id], batches[u.device_id] = u.steps, u.micro_batch * u.accumulation_steps
             if u.start_loss is not None and math.isfinite(u.start_loss):
                 starts[u.device_id] = u.start_loss
             losses.append((u.train_loss, shares[u.device_id]))
@@ -234,4 +234,4 @@ class DynamitePlanner:
             return None
         loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
         return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss,
-                                version=start_version, steps=steps, start_losses=starts)
+                                version=start_version, steps=steps, start_losses=starts, batches=batches)
