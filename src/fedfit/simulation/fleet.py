@@ -271,14 +271,10 @@ class SimulatedFleet:
                           cost=r.cost, free_memory_bytes=r.free_memory_bytes)
 
     def next_results(self, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
-        """Results in event order while fewer than ``wanted`` successes of round ``round_`` are
-        among them and the next is due by ``until_s`` (as :func:`~fedfit.orchestration.contract.due_results`).
-
-        Every due result is popped before any is trained, then trained in the same order: a
-        success is known before training (it has a task), and training is a pure function of
-        the task, so the results are those of ``next_result`` one at a time, while the queue's
-        bookkeeping runs back to back instead of after each training step.
-        """
+        """:func:`~fedfit.orchestration.contract.due_results` in one call: every due result popped
+        (a success is known before training: it has a task), then trained in that order (training
+        is a pure function of the task), so the results are ``next_result``'s, while the queue's
+        bookkeeping runs back to back instead of after each training step (out of the caches)."""
         self._flush()
         queue, busy = self._queue, self._busy
         popped: list[tuple[TaskResult, Handle | None]] = []
