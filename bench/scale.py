@@ -360,7 +360,7 @@ PARTS = {
     "check_in_states": ("fleet", "snapshot_many"), "exchange_out": ("exchange", "outgoing"),
     "dispatch": ("fleet", "dispatch"), "task_cost": ("fleet", "_task_cost"),
     "collect": ("orchestrator", "_collect"), "finish_tasks": ("fleet", "_flush"),
-    "mid_task_looks": ("fleet", "_online_many"), "next_result": ("fleet", "next_result"),
+    "mid_task_looks": ("fleet", "_online_many"), "next_result": ("fleet", "next_result"), "next_results": ("fleet", "next_results"),
     "record_task": ("registry", "record_task"), "record_tasks": ("registry", "record_tasks"),
     "record_result": ("registry", "record_result"),
     "tally_results": ("tally", "count_results"), "tally_result": ("tally", "count_result"), "tally_success": ("tally", "count_success"),

@@ -7,9 +7,9 @@ they happened.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan
+from fedfit.types import DeviceProfile, DeviceState, Failure, Params, TaskResult, TrainPlan
 
 
 class Clock(Protocol):
@@ -61,3 +61,33 @@ class Fleet(Protocol):
     def cancel_pending(self) -> list[TrainPlan]:
         """Withdraw every task still in flight; returns their plans."""
         ...
+
+
+@runtime_checkable
+class BatchFleet(Protocol):
+    """A fleet that hands a round's due results over at once (:func:`due_results`)."""
+
+    def next_results(self, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
+        """What :func:`due_results` returns, in one call (popped first, trained after, in order)."""
+        ...
+
+
+def due_results(fleet: Fleet, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
+    """The fleet's results in event order while fewer than ``wanted`` successes of round
+    ``round_`` are among them and the next result is due at ``until_s`` or before.
+
+    A :class:`BatchFleet` answers in one call (the simulated fleet pops every due result before
+    training any, so the bookkeeping runs back to back); any other fleet is read one result at
+    a time, with the same results in the same order.
+    """
+    if isinstance(fleet, BatchFleet):
+        return fleet.next_results(until_s, wanted, round_)
+    results: list[TaskResult] = []
+    successes = 0
+    while successes < wanted and (t := fleet.peek_time()) is not None and t <= until_s:
+        result = fleet.next_result()
+        assert result is not None
+        results.append(result)
+        if not isinstance(result.outcome, Failure):
+            successes += result.plan.round == round_  # late updates of earlier rounds do not count
+    return results

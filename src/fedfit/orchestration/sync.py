@@ -32,7 +32,7 @@ from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
 from fedfit.devices.registry import Registry
 from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
-from fedfit.orchestration.contract import Fleet
+from fedfit.orchestration.contract import Fleet, due_results
 from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
@@ -204,15 +204,10 @@ class SyncOrchestrator:
 
     def _collect(self, r: int, now_s: float, k: int, tally: RoundTally) -> tuple[list[TaskResult], float]:
         deadline = now_s + self.config.deadline_s if self.config.deadline_s is not None else math.inf
-        results: list[TaskResult] = []
-        end_s, successes = now_s, 0
-        while successes < k and (t := self.fleet.peek_time()) is not None and t <= deadline:
-            result = self.fleet.next_result()
-            assert result is not None
-            results.append(result)
-            end_s = max(end_s, result.finish_s)
-            if not isinstance(result.outcome, Failure):
-                successes += result.plan.round == r  # late updates of earlier rounds do not count
+        results = due_results(self.fleet, deadline, k, r)
+        end_s = max([now_s, *(res.finish_s for res in results)])
+        # late updates of earlier rounds do not count
+        successes = sum(1 for res in results if res.plan.round == r and not isinstance(res.outcome, Failure))
         tally.count_results(results)  # counted and recorded together: nothing reads them while a round collects
         self.registry.record_tasks(results)
         if self.config.late_updates == "stale":

@@ -270,6 +270,27 @@ class SimulatedFleet:
         return TaskResult(plan=r.plan, tier=r.tier, start_s=r.start_s, finish_s=r.finish_s, outcome=handle.result(),
                           cost=r.cost, free_memory_bytes=r.free_memory_bytes)
 
+    def next_results(self, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
+        """:func:`~fedfit.orchestration.contract.due_results` in one call: every due result popped
+        (a success is known before training: it has a task), then trained in that order (training
+        is a pure function of the task), so the results are ``next_result``'s, while the queue's
+        bookkeeping runs back to back instead of after each training step (out of the caches)."""
+        self._flush()
+        queue, busy = self._queue, self._busy
+        popped: list[tuple[TaskResult, Handle | None]] = []
+        successes = 0
+        while successes < wanted and (t := queue.peek_time()) is not None and t <= until_s:
+            pending, handle = queue.pop()[1]
+            r = pending.result
+            busy.discard(r.plan.device_id)
+            popped.append((r, handle))
+            if handle is not None:
+                successes += r.plan.round == round_
+        updates = [None if handle is None else handle.result() for _, handle in popped]
+        return [r if u is None else TaskResult(plan=r.plan, tier=r.tier, start_s=r.start_s, finish_s=r.finish_s,
+                                               outcome=u, cost=r.cost, free_memory_bytes=r.free_memory_bytes)
+                for (r, _), u in zip(popped, updates)]
+
     def peek_time(self) -> float | None:
         self._flush()
         return self._queue.peek_time()
