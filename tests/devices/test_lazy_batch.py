@@ -13,8 +13,9 @@ from fedfit.devices.catalogue import TIERS, tier
 from fedfit.devices.counter_rng import normal, normals, uniform, uniforms
 from fedfit.devices import lazy_batch
 from fedfit.devices.lazy_batch import online_at, shape_of, states_at
-from fedfit.devices import lazy_trace
-from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+from fedfit.devices import lazy_traces
+from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.trace_params import TraceParams
 from fedfit.types import Thermal
 
@@ -67,7 +68,7 @@ def test_batched_states_reject_bad_input() -> None:
 
 
 def test_lazy_traces_answer_mixed_profiles_and_csv_overrides_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 16)  # the tablets together, the others one by one
+    monkeypatch.setattr(lazy_traces, "BATCH_FROM", 16)  # the tablets together, the others one by one
     params = TraceParams()
     profiles = [TIERS[n] for n in ("flagship_phone", "smartwatch", "sensor_mcu")] * 10 + [TIERS["tablet"]] * 40
     override = LazyTrace(TIERS["tablet"], params, 99, 3)  # any StateTrace stands in for a CSV trace
@@ -101,7 +102,7 @@ def test_batched_online_equals_the_full_states_online(name: str) -> None:
 
 
 def test_lazy_traces_online_many_equals_states(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 16)  # the watches together, the phones one by one
+    monkeypatch.setattr(lazy_traces, "ONLINE_BATCH_FROM", 16)  # the watches together, the phones one by one
     profiles = [TIERS["smartwatch"]] * 20 + [TIERS["older_phone"]] * 3
     traces = LazyTraces(profiles, TraceParams(), seed=1)
     devices, times = list(range(23)), [3600.0 * (1 + d) for d in range(23)]
@@ -152,8 +153,8 @@ def test_tiers_of_different_shapes_are_not_batched_together() -> None:
 
 
 def test_lazy_traces_batch_mixed_phone_tiers_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 30)  # 3 x 12 phones: batched only as one shape
-    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 30)
+    monkeypatch.setattr(lazy_traces, "BATCH_FROM", 30)  # 3 x 12 phones: batched only as one shape
+    monkeypatch.setattr(lazy_traces, "ONLINE_BATCH_FROM", 30)
     calls: list[int] = []
     real = lazy_batch.states_at
     monkeypatch.setattr(lazy_batch, "states_at", lambda p, *a: calls.append(len(p)) or real(p, *a))
