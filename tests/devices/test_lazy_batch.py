@@ -47,6 +47,24 @@ def test_normals_equal_the_scalar_normals() -> None:
     ids = np.arange(50, dtype=np.int64)
 
     assert normals(3, ids, -1).tolist() == [normal(3, d, -1) for d in range(50)]
+    grid = np.arange(6, dtype=np.int64).reshape(2, 3)  # any shape, through the array pass
+    assert normals(5, grid, 2).tolist() == [[normal(5, int(d), 2) for d in row] for row in grid.tolist()]
+
+
+def test_array_log_uniforms_and_willing_shares_equal_the_scalar_functions() -> None:
+    from fedfit.devices import generators
+    from fedfit.devices import lazy_trace
+
+    rng = random.Random(4)
+    u = [0.0, 1.0 - 2.0**-53, 0.5] + [rng.random() for _ in range(2000)]
+    for bounds in ((1.0e5, 2.0e7), (3.0, 3.0), (2.5e4, 1.0e9)):
+        assert lazy_batch._log_uniform(np.array(u), bounds).tolist() == [lazy_trace._log_uniform(x, bounds) for x in u]
+    params = TraceParams()
+    profiles = [TIERS[n] for n in ("flagship_phone", "midrange_phone", "older_phone")] * 700
+    rows = lazy_batch.rows_of(profiles, params, len(profiles))
+    hours = [rng.uniform(-30.0, 80.0) for _ in profiles]
+    expected = [generators._willing_share(params.behaviour(p.tier), h) for p, h in zip(profiles, hours)]
+    assert lazy_batch._willing_share(rows, np.array(hours)).tolist() == expected
 
 
 @pytest.mark.parametrize("name", sorted(TIERS))
