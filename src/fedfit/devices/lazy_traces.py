@@ -120,7 +120,8 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             ids = [devices[i] for i in rows]
             at = np.array([times[i] for i in rows], dtype=np.float64)
             profiles = [self._profiles[d] for d in ids]
-            for i, state in zip(rows, lazy_batch.states_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64), at)):
+            batch = lazy_batch.states_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64), at)
+            for i, state in zip(rows, batch):
                 found[i] = state
         states = [s for s in found if s is not None]
         if isinstance(t_s, (int, float)) and math.isfinite(t_s) and t_s >= 0:
@@ -155,7 +156,7 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             ids = [devices[i] for i in rows]
             at = np.array([times[i] for i in rows], dtype=np.float64)
             profiles = [self._profiles[d] for d in ids]
-            for i, up in zip(rows, lazy_batch.online_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64),
-                                             at).tolist()):
+            ups = lazy_batch.online_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64), at)
+            for i, up in zip(rows, ups.tolist()):
                 found[i] = up
         return found
