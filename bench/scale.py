@@ -152,7 +152,8 @@ def bench_states(candidates: int, repeats: int = 5) -> dict[str, float]:
     """CPU ms for the lazy states of ``candidates`` random devices of a 1,000,000-device fleet
     (three phone tiers) at one time: one by one (fresh traces, as a round's candidates are) vs
     together (``LazyTraces.states_at``); the better of ``repeats`` alternating tries each."""
-    from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+    from fedfit.devices.lazy_trace import LazyTrace
+    from fedfit.devices.lazy_traces import LazyTraces
     from fedfit.devices.trace_params import TraceParams
 
     profiles = [tier(name) for name in ("flagship_phone", "midrange_phone", "older_phone")]

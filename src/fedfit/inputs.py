@@ -16,7 +16,8 @@ from fedfit.data import FederatedData, build_federated_data
 from fedfit.data.stream import StreamSpec
 from fedfit.devices import DeviceTrace, TraceParams, generate_traces, load_csv_trace, profile_from_mapping
 from fedfit.devices.csv_trace import columns_from_start
-from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.realistic import catalogue
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec

@@ -13,8 +13,9 @@ from fedfit.devices.catalogue import TIERS, tier
 from fedfit.devices.counter_rng import normal, normals, uniform, uniforms
 from fedfit.devices import lazy_batch
 from fedfit.devices.lazy_batch import online_at, shape_of, states_at
-from fedfit.devices import lazy_trace
-from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+from fedfit.devices import lazy_traces
+from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.trace_params import TraceParams
 from fedfit.types import Thermal
 
@@ -46,6 +47,24 @@ def test_normals_equal_the_scalar_normals() -> None:
     ids = np.arange(50, dtype=np.int64)
 
     assert normals(3, ids, -1).tolist() == [normal(3, d, -1) for d in range(50)]
+    grid = np.arange(6, dtype=np.int64).reshape(2, 3)  # any shape, through the array pass
+    assert normals(5, grid, 2).tolist() == [[normal(5, int(d), 2) for d in row] for row in grid.tolist()]
+
+
+def test_array_log_uniforms_and_willing_shares_equal_the_scalar_functions() -> None:
+    from fedfit.devices import generators
+    from fedfit.devices import lazy_trace
+
+    rng = random.Random(4)
+    u = [0.0, 1.0 - 2.0**-53, 0.5] + [rng.random() for _ in range(2000)]
+    for bounds in ((1.0e5, 2.0e7), (3.0, 3.0), (2.5e4, 1.0e9)):
+        assert lazy_batch._log_uniform(np.array(u), bounds).tolist() == [lazy_trace._log_uniform(x, bounds) for x in u]
+    params = TraceParams()
+    profiles = [TIERS[n] for n in ("flagship_phone", "midrange_phone", "older_phone")] * 700
+    rows = lazy_batch.rows_of(profiles, params, len(profiles))
+    hours = [rng.uniform(-30.0, 80.0) for _ in profiles]
+    expected = [generators._willing_share(params.behaviour(p.tier), h) for p, h in zip(profiles, hours)]
+    assert lazy_batch._willing_share(rows, np.array(hours)).tolist() == expected
 
 
 @pytest.mark.parametrize("name", sorted(TIERS))
@@ -67,7 +86,7 @@ def test_batched_states_reject_bad_input() -> None:
 
 
 def test_lazy_traces_answer_mixed_profiles_and_csv_overrides_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 16)  # the tablets together, the others one by one
+    monkeypatch.setattr(lazy_traces, "BATCH_FROM", 16)  # the tablets together, the others one by one
     params = TraceParams()
     profiles = [TIERS[n] for n in ("flagship_phone", "smartwatch", "sensor_mcu")] * 10 + [TIERS["tablet"]] * 40
     override = LazyTrace(TIERS["tablet"], params, 99, 3)  # any StateTrace stands in for a CSV trace
@@ -101,7 +120,7 @@ def test_batched_online_equals_the_full_states_online(name: str) -> None:
 
 
 def test_lazy_traces_online_many_equals_states(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 16)  # the watches together, the phones one by one
+    monkeypatch.setattr(lazy_traces, "ONLINE_BATCH_FROM", 16)  # the watches together, the phones one by one
     profiles = [TIERS["smartwatch"]] * 20 + [TIERS["older_phone"]] * 3
     traces = LazyTraces(profiles, TraceParams(), seed=1)
     devices, times = list(range(23)), [3600.0 * (1 + d) for d in range(23)]
@@ -152,8 +171,8 @@ def test_tiers_of_different_shapes_are_not_batched_together() -> None:
 
 
 def test_lazy_traces_batch_mixed_phone_tiers_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 30)  # 3 x 12 phones: batched only as one shape
-    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 30)
+    monkeypatch.setattr(lazy_traces, "BATCH_FROM", 30)  # 3 x 12 phones: batched only as one shape
+    monkeypatch.setattr(lazy_traces, "ONLINE_BATCH_FROM", 30)
     calls: list[int] = []
     real = lazy_batch.states_at
     monkeypatch.setattr(lazy_batch, "states_at", lambda p, *a: calls.append(len(p)) or real(p, *a))

@@ -8,7 +8,8 @@ import pytest
 from fedfit.devices.catalogue import TIERS, tier
 from fedfit.devices.counter_rng import normal, uniform
 from fedfit.devices.lazy_battery import mean_app_share
-from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.trace_params import TraceParams
 from fedfit.devices.traces import generate_trace, thermal_of
 from fedfit.types import DeviceState, Link, Thermal

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from fedfit.devices import lazy_batch, lazy_trace
+from fedfit.devices import lazy_batch, lazy_traces
 from fedfit.devices.catalogue import TIERS
-from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.trace_params import TraceParams
 
 
 def test_looks_in_the_check_in_step_reuse_it_and_later_looks_are_computed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 1)
-    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 1)  # every look not answered is asked here
+    monkeypatch.setattr(lazy_traces, "BATCH_FROM", 1)
+    monkeypatch.setattr(lazy_traces, "ONLINE_BATCH_FROM", 1)  # every look not answered is asked here
     asked: list[int] = []
     real = lazy_batch.online_at
     monkeypatch.setattr(lazy_batch, "online_at", lambda p, *a: asked.append(len(p)) or real(p, *a))

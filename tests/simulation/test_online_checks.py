@@ -8,9 +8,9 @@ import random
 import pytest
 
 from fedfit.cost import MemoryModel, measure
-from fedfit.devices import lazy_trace
+from fedfit.devices import lazy_traces
 from fedfit.devices.catalogue import TIERS
-from fedfit.devices.lazy_trace import LazyTraces
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.trace_params import TraceParams
 from fedfit.models import ModelSpec
 from fedfit.policy import FixedPlanner
@@ -87,8 +87,8 @@ def _drain(fleet: SimulatedFleet) -> list[TaskResult]:
 
 
 def test_a_round_dispatched_together_ends_as_dispatched_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lazy_trace, "BATCH_FROM", 2)  # batch every group of this small fleet
-    monkeypatch.setattr(lazy_trace, "ONLINE_BATCH_FROM", 2)
+    monkeypatch.setattr(lazy_traces, "BATCH_FROM", 2)  # batch every group of this small fleet
+    monkeypatch.setattr(lazy_traces, "ONLINE_BATCH_FROM", 2)
     planner = FixedPlanner(batch_size=8, local_epochs=10)  # tasks of seconds to ~1.5 h: many looks
     params = {"w": __import__("torch").zeros(64, 10)}
     devices = list(range(0, 300, 2))

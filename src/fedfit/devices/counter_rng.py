@@ -114,7 +114,7 @@ def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
 def normals(*keys: Keys) -> FloatArray:
     """``normal`` of each key tuple (the transcendental parts through :mod:`math`, as ``normal``)."""
     first, second = 1.0 - uniforms(*keys, 0), uniforms(*keys, 1)
-    u1, u2 = first.ravel().tolist(), second.ravel().tolist()
-    log, sqrt, cos, tau = math.log, math.sqrt, math.cos, 2.0 * math.pi
-    return np.array([sqrt(-2.0 * log(a)) * cos(tau * b) for a, b in zip(u1, u2)], dtype=np.float64).reshape(
-        second.shape)
+    n = first.size  # sqrt and the products are correctly rounded in numpy as in math; log and cos via math
+    logs = np.fromiter(map(math.log, first.ravel().tolist()), dtype=np.float64, count=n)
+    cosines = np.fromiter(map(math.cos, (2.0 * math.pi * second).ravel().tolist()), dtype=np.float64, count=n)
+    return (np.sqrt(-2.0 * logs) * cosines).reshape(second.shape)

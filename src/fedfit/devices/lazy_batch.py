@@ -133,7 +133,8 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
         level, charge = levels(params, rows, seed, ids, t, offset_h)
         level_of, charging = list(level.tolist()), list(charge.tolist())
         online &= level > 0
-    heating = np.array([bool(c) and rows.energy == "nightly" for c in charging], dtype=np.bool_)
+    nightly = rows.battery and rows.energy == "nightly"
+    heating = np.array(charging, dtype=np.bool_) if nightly else np.zeros(len(ids), dtype=np.bool_)
     heat = _temperature(params, rows, seed, ids, t, share, heating)
     temps = heat.tolist()
     levels_of = (Thermal.NOMINAL, Thermal.WARM, Thermal.HOT)  # traces.thermal_of, compared alike
@@ -198,13 +199,16 @@ def _willing(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray
     phase = uniforms(seed, ids, _AVAILABILITY, -1)
     block = np.floor(t / run_s + phase)
     start_h = (block - phase) * run_s / 3600.0
-    hours = (start_h - offset_h).tolist()
-    if len(rows.behaviours) == 1:
-        wanted = [gen._willing_share(rows.behaviours[0], h) for h in hours]
-    else:
-        mine = [rows.behaviours[i] for i in rows.which.tolist()]
-        wanted = [gen._willing_share(b, h) for b, h in zip(mine, hours)]
-    return uniforms(seed, ids, _AVAILABILITY, block.astype(np.int64)) < np.array(wanted)
+    return uniforms(seed, ids, _AVAILABILITY, block.astype(np.int64)) < _willing_share(rows, start_h - offset_h)
+
+
+def _willing_share(rows: Rows, hours: FloatArray) -> FloatArray:
+    """``generators._willing_share`` of each row's behaviour at its hour (cosines via :mod:`math`)."""
+    day = np.array([b.online_day for b in rows.behaviours])[rows.which]
+    night = np.array([b.online_night for b in rows.behaviours])[rows.which]
+    angle = (2.0 * math.pi * (hours - 3.0) / 24.0).tolist()
+    cosines = np.fromiter(map(math.cos, angle), dtype=np.float64, count=len(angle))
+    return np.minimum(np.maximum(day + (night - day) * (1.0 + cosines) / 2.0, 0.01), 0.99)
 
 
 def _link(rows: Rows, p: TraceParams, seed: int, ids: IntArray, t: FloatArray, offset_h: FloatArray,
@@ -223,18 +227,19 @@ def _link(rows: Rows, p: TraceParams, seed: int, ids: IntArray, t: FloatArray, o
     rules[-1] = (gen.CELLULAR, p.lowband_bps)
     rules = {s: (gen.OFFLINE, None) if c == gen.CELLULAR and Link.CELLULAR not in radios else (c, b)
              for s, (c, b) in rules.items()}
-    code = np.array([rules[s][0] for s in states.tolist()], dtype=np.int64)
+    code = np.array([rules[s][0] for s in range(-1, len(_MOBILE_CDF))], dtype=np.int64)[states + 1]
     bps = np.zeros(len(ids))
     if bandwidth:
-        drawn = uniforms(seed, ids, _NETWORK, block, 1).tolist()
-        bps = np.array([0.0 if (b := rules[s][1]) is None else _log_uniform(v, b)
-                        for s, v in zip(states.tolist(), drawn)])
+        drawn = uniforms(seed, ids, _NETWORK, block, 1)
+        for s, (_, bounds) in rules.items():
+            if bounds is not None and (mask := states == s).any():
+                bps[mask] = _log_uniform(drawn[mask], bounds)
     if network == "vehicle" and Link.WIFI in radios:
         depot = _at_depot(p, seed, ids, t, offset_h)
         code = np.where(depot, gen.WIFI, code)
-        if bandwidth:
-            depot_u = uniforms(seed, ids, _NETWORK, _DEPOT, _floor(t / 86400.0) + 1).tolist()
-            bps = np.where(depot, np.array([_log_uniform(v, p.wifi_bps) for v in depot_u]), bps)
+        if bandwidth and depot.any():
+            depot_u = uniforms(seed, ids[depot], _NETWORK, _DEPOT, _floor(t[depot] / 86400.0) + 1)
+            bps[depot] = _log_uniform(depot_u, p.wifi_bps)
     return code, bps
 
 
@@ -258,5 +263,8 @@ def _temperature(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatA
     return steady + stationary_sd * normals(seed, ids, _HEAT, _floor(t / p.step_s))
 
 
-def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
-    return math.exp(math.log(bounds[0]) + u * (math.log(bounds[1]) - math.log(bounds[0])))
+def _log_uniform(u: FloatArray, bounds: tuple[float, float]) -> FloatArray:
+    """``lazy_trace._log_uniform`` of each of ``u`` (the sum and product in numpy, ``exp`` via :mod:`math`)."""
+    low = math.log(bounds[0])
+    exponents = (low + u * (math.log(bounds[1]) - low)).tolist()
+    return np.fromiter(map(math.exp, exponents), dtype=np.float64, count=len(exponents))

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fedfit.devices import with_consumption
-from fedfit.devices.lazy_trace import LazyTrace, LazyTraces
+from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
 from fedfit.cost.task_costs import task_costs
@@ -30,7 +31,7 @@ from fedfit.cost.technique_work import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.endings import adapted_ending, dispatch_ending
-from fedfit.simulation.online_checks import Dispatched, after_check, offline_during_many
+from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
 from fedfit.simulation.executors import Executor, Handle
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import (
@@ -186,8 +187,7 @@ class SimulatedFleet:
         waiting, self._waiting, self._waiting_ids = self._waiting, [], set()
         checks = [(w.plan.device_id, w.now_s, w.now_s + w.cost.duration_s) for w in waiting if w.ending is None]
         offline = iter(offline_during_many(self._online_many, checks))
-        for w in waiting:
-            self._finish(w, w.ending if w.ending is not None else after_check(w, next(offline)))
+        self._finish([w.ending if w.ending is not None else after_check(w, next(offline)) for w in waiting], waiting)
 
     def _price(self) -> None:
         """Turn the dispatches not yet priced into waiting tasks (their cost and dispatch checks)."""
@@ -209,18 +209,27 @@ class SimulatedFleet:
                     examples: list[int], payloads: list[int]) -> list[TaskCost]:
         return task_costs(plans, profiles, states, self._costs, self._memory, examples, payloads)
 
-    def _finish(self, w: Dispatched, ending: tuple[float, Failure | None, float]) -> None:
-        (plan, profile, cost, now_s), (finish_s, failure, spent_j) = (w.plan, w.profile, w.cost, w.now_s), ending
-        self._consumed_j[plan.device_id] += spent_j
-        if failure is not None:  # report what was actually spent and sent
-            sent_down = cost.bytes_down if finish_s > now_s else 0
-            cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
-        task = None if failure else TrainTask(plan, w.params, now_s)
-        # A success's outcome is filled with the trained Update when the event pops.
-        outcome: Update | Failure = failure or Failure(plan.device_id, plan.round, FailureCause.REJECTED, "pending")
-        result = TaskResult(plan=plan, tier=profile.tier, start_s=now_s, finish_s=finish_s,
-                            outcome=outcome, cost=cost, free_memory_bytes=w.state.free_memory_bytes)
-        self._enqueue(PendingTask(finish_s, result, task))
+    def _finish(self, endings: list[Ending], waiting: list[Dispatched]) -> None:
+        """Spend each task's energy, start training the successes and schedule every result
+        (:meth:`_enqueue`'s steps, inlined: a round finishes one task per invited device)."""
+        consumed, busy, push, submit = self._consumed_j, self._busy, self._queue.push, self._executor.submit
+        for (finish_s, failure, spent_j), (plan, profile, state, cost, params, now_s, _) in zip(endings, waiting):
+            device = plan.device_id
+            consumed[device] += spent_j
+            task: TrainTask | None = None
+            handle: Handle | None = None
+            if failure is None:
+                task = TrainTask(plan, params, now_s)
+                handle = submit(task)
+                # A success's outcome is filled with the trained Update when the event pops.
+                outcome: Update | Failure = Failure(device, plan.round, FailureCause.REJECTED, "pending")
+            else:  # report what was actually spent and sent
+                sent_down = cost.bytes_down if finish_s > now_s else 0
+                cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
+                outcome = failure
+            result = TaskResult(plan, profile.tier, now_s, finish_s, outcome, cost, state.free_memory_bytes)
+            busy.add(device)
+            push(finish_s, (PendingTask(finish_s, result, task), handle))
 
     def _online_many(self, devices: list[int], times: list[float]) -> list[bool]:
         if isinstance(self._traces, LazyTraces):

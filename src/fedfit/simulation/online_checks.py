@@ -13,8 +13,8 @@ order of looks, so each answer is the one the task-by-task check gives.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from fedfit.types import DeviceProfile, DeviceState, Failure, FailureCause, Params, TaskCost, TrainPlan
 
@@ -22,10 +22,11 @@ from fedfit.types import DeviceProfile, DeviceState, Failure, FailureCause, Para
 Ending = tuple[float, Failure | None, float]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Dispatched:
+class Dispatched(NamedTuple):
     """A task the fleet dispatched and has not finished yet: its mid-task check is pending
-    (``ending`` ``None``), or its ending is known and it waits for its turn (dispatch order)."""
+    (``ending`` ``None``), or its ending is known and it waits for its turn (dispatch order).
+    A named tuple: a round makes one per invited device, and a tuple is built ~4x faster than a
+    frozen dataclass."""
 
     plan: TrainPlan
     profile: DeviceProfile
