@@ -55,3 +55,22 @@ def kill_after(round_: int) -> Callable[[RoundOutcome], None]:
         if outcome.report.round == round_:
             raise Killed
     return on_round
+
+
+def executor_run_config(name: str, executor: str, *, training: dict[str, Any] | None = None,
+                        simulation: dict[str, Any] | None = None) -> Any:
+    """A 12-device, 3-round digits/MLP run through ``executor``: the whole-run equality checks
+    between an executor and ``local`` use it."""
+    from fedfit.config import parse_config
+
+    return parse_config({
+        "name": name, "seed": 3,
+        "data": {"dataset": "digits", "partition": {"kind": "dirichlet", "alpha": 1.0},
+                 "max_train_samples": 900, "max_test_samples": 200},
+        "model": {"name": "mlp"},
+        "fleet": {"tiers": {"flagship_phone": 4, "midrange_phone": 4, "older_phone": 4}},
+        "training": {"batch_size": 16, **(training or {})},
+        "orchestration": {"rounds": 3, "clients_per_round": 6},
+        "output": {"plots": False, "progress": False},
+        "simulation": {"executor": executor, **(simulation or {})},
+    })

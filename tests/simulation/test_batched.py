@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedfit.config import parse_config
 from fedfit.data import build_federated_data
 from fedfit.models import ModelSpec
 from fedfit.runner import run
@@ -18,6 +17,8 @@ from fedfit.simulation import batched
 from fedfit.simulation.batched import BatchedExecutor
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
 from fedfit.types import Techniques, TrainPlan
+
+from tests.helpers import executor_run_config
 
 
 def _workload(model: str = "cnn", partition: str = "iid") -> Workload:
@@ -112,15 +113,7 @@ def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:
 
 
 def _config(executor: str) -> object:
-    return parse_config({
-        "name": "batched", "seed": 3,
-        "data": {"dataset": "digits", "partition": {"kind": "dirichlet", "alpha": 1.0},
-                 "max_train_samples": 900, "max_test_samples": 200},
-        "model": {"name": "mlp"},
-        "fleet": {"tiers": {"flagship_phone": 4, "midrange_phone": 4, "older_phone": 4}},
-        "training": {"batch_size": 16}, "orchestration": {"rounds": 3, "clients_per_round": 6},
-        "output": {"plots": False, "progress": False}, "simulation": {"executor": executor},
-    })
+    return executor_run_config("batched", executor)
 
 
 @pytest.mark.slow

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import torch
 
-from fedfit.config import parse_config
 from fedfit.data import build_federated_data
 from fedfit.models import ModelSpec
 from fedfit.runner import run
@@ -20,6 +19,8 @@ from fedfit.simulation import threaded
 from fedfit.simulation.threaded import ThreadExecutor
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
 from fedfit.types import Techniques, TrainPlan, Update
+
+from tests.helpers import executor_run_config
 
 
 def _workload(model: str = "mlp", attack: AttackSpec = AttackSpec()) -> Workload:
@@ -121,15 +122,7 @@ def test_a_cancelled_task_that_has_not_started_is_dropped(monkeypatch: pytest.Mo
 
 
 def _config(executor: str) -> object:
-    return parse_config({
-        "name": "threaded", "seed": 3,
-        "data": {"dataset": "digits", "partition": {"kind": "dirichlet", "alpha": 1.0},
-                 "max_train_samples": 900, "max_test_samples": 200},
-        "model": {"name": "mlp"},
-        "fleet": {"tiers": {"flagship_phone": 4, "midrange_phone": 4, "older_phone": 4}},
-        "training": {"batch_size": 16, "momentum": 0.9}, "orchestration": {"rounds": 3, "clients_per_round": 6},
-        "output": {"plots": False, "progress": False}, "simulation": {"executor": executor, "workers": 2},
-    })
+    return executor_run_config("threaded", executor, training={"momentum": 0.9}, simulation={"workers": 2})
 
 
 @pytest.mark.slow
