@@ -26,7 +26,7 @@ from fedfit.orchestration.contract import Fleet
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.orchestration.sync import SyncOrchestrator
 from fedfit.orchestrator_wiring import orchestrate
-from fedfit.planner_stack import _dynamic_planner
+from fedfit.planner_stack import dynamic_planner
 from fedfit.policy.auto import AutoDecision
 from fedfit.policy.auto_switch import window as stall_window
 from fedfit.simulation.workload import Workload
@@ -93,7 +93,7 @@ def driver(resolved: Resolved, orchestrator: SyncOrchestrator | AsyncOrchestrato
                                           memory, resolved.labels, mode="sync")
     sync, _, _ = orchestrate(
         sync_config, fleet, workload, spec=inputs.spec, costs=costs, memory=memory, num_examples=num_examples,
-        profiles=inputs.profiles, initial=initial, dynamic=_dynamic_planner(sync_config, costs, memory, num_examples),
+        profiles=inputs.profiles, initial=initial, dynamic=dynamic_planner(sync_config, costs, memory, num_examples),
         submodels=submodels, sizes=sizes, registry=registry)
     assert isinstance(sync, SyncOrchestrator) and sync_auto is not None
     reviser = sync.reviser = auto_reviser(sync_config, sync_auto)

@@ -34,7 +34,7 @@ from fedfit.autoconfig import names_no_strategy
 from fedfit.strategies import TUNED, apply_strategy
 from fedfit.tuning import GridResult, tune
 from fedfit.transport.cli_parsers import add_parsers as add_deploy_parsers
-from fedfit.cli_run_dir import _add_run_dir_commands, _bytes
+from fedfit.cli_run_dir import add_run_dir_commands, human_bytes
 
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
@@ -249,7 +249,7 @@ def cmd_devices(args: argparse.Namespace, console: Console) -> int:
 
 def _profile_row(p: Any) -> dict[str, Any]:
     battery = "mains" if p.battery_capacity_j is None else f"{p.battery_capacity_j / 3600:.2f} Wh"
-    return {"ram": _bytes(p.total_memory_bytes), "training_memory": _bytes(p.training_memory_bytes),
+    return {"ram": human_bytes(p.total_memory_bytes), "training_memory": human_bytes(p.training_memory_bytes),
             "gflops": p.flops_per_s / 1e9, "battery": battery,
             "radios": ", ".join(r.value for r in p.radios)}
 
@@ -282,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
                    help="realistic (default): what a background job gets on the device; scaled: budgets "
                         "of a few MB for the small zoo models")
     d.set_defaults(func=cmd_devices)
-    _add_run_dir_commands(sub)
+    add_run_dir_commands(sub)
     add_deploy_parsers(sub)
     return p
 

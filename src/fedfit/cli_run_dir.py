@@ -14,7 +14,7 @@ from rich.table import Table
 from fedfit.deployment import evaluate_run, export_run, prune_run
 
 
-def _bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
@@ -31,7 +31,8 @@ def cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     for col in ("width", "accuracy", "loss", "parameters", "parameter bytes"):
         t.add_column(col)
     for r in rows:
-        t.add_row(f"{r.width:g}", f"{r.accuracy:.4f}", f"{r.loss:.4f}", f"{r.num_params:,}", _bytes(4 * r.num_params))
+        t.add_row(f"{r.width:g}", f"{r.accuracy:.4f}", f"{r.loss:.4f}", f"{r.num_params:,}",
+                  human_bytes(4 * r.num_params))
     console.print(t)
     return 0
 
@@ -61,7 +62,7 @@ def cmd_prune(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _add_run_dir_commands(sub: Any) -> None:
+def add_run_dir_commands(sub: Any) -> None:
     e = sub.add_parser("export", help="write a standalone sub-model of a finished run")
     e.add_argument("run_dir")
     e.add_argument("--width", type=float, required=True, help="width relative to the master, in (0, 1]")

@@ -33,7 +33,7 @@ from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.types import Params
 from fedfit.autorun import Resolved, driver, resolve
 from fedfit.inputs import LAZY_TRACES_ABOVE, data_kwargs, initial_params, run_inputs, stream_spec
-from fedfit.planner_stack import _dynamic_planner
+from fedfit.planner_stack import dynamic_planner
 from fedfit.orchestrator_wiring import orchestrate
 
 
@@ -96,7 +96,7 @@ def build(config: ExperimentConfig, sources: UserSources | None = None,
     num_examples = inputs.num_examples
     resolved = resolved or resolve(config, inputs)
     config = resolved.config
-    dynamic = _dynamic_planner(config, costs, memory, num_examples)
+    dynamic = dynamic_planner(config, costs, memory, num_examples)
     stream = workload.stream
     fleet = SimulatedFleet(profiles=profiles, traces=resolved.traces,
                            num_examples=num_examples, costs=costs, memory=memory,

@@ -43,7 +43,7 @@ from fedfit.simulation.workload import Workload
 from fedfit.training import evaluate
 from fedfit.training.static_bn import evaluate_static
 from fedfit.types import DeviceProfile, Params
-from fedfit.planner_stack import _planner, _width_planner, _with_history, dynamite_planner
+from fedfit.planner_stack import dynamite_planner, planner_chain, planner_with_history, width_planner
 
 
 def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, spec: ModelSpec,
@@ -68,8 +68,8 @@ def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, s
     registry = registry if registry is not None else enrol(fleet)
     dynamite = dynamite_planner(config, dynamic, registry, costs, memory,
                                 sizes or (lambda now_s: num_examples), initial)
-    batch = dynamite or _with_history(dynamic, registry)
-    planner = _width_planner(config, _planner(config, predictor, batch, costs, memory, spec),
+    batch = dynamite or planner_with_history(dynamic, registry)
+    planner = width_planner(config, planner_chain(config, predictor, batch, costs, memory, spec),
                              profiles, num_examples, costs, memory)
     evaluator = _evaluator(workload, config.width.calibration_samples)
     orchestrator = _orchestrator(config, fleet, planner, predictor, evaluator, dynamic, submodels, registry,
@@ -149,7 +149,7 @@ def weighting_name(config: ExperimentConfig) -> str:
     return "examples" if config.dynamite.mode != "off" and w == "samples" else w
 
 
-def _rule(config: ExperimentConfig) -> AggregationRule:
+def aggregation_rule(config: ExperimentConfig) -> AggregationRule:
     a, t, st = config.aggregation, config.training, config.aggregation.staleness
     fedasync = config.orchestration.mode == "async" and config.asynchronous.algorithm == "fedasync"
     base = weighting(weighting_name(config))
@@ -178,7 +178,7 @@ def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, pred
                            liveness=liveness,
                            candidates=candidate_count(o.candidates, config.num_devices, k, uniform=cohort is None))
         return AsyncOrchestrator(fleet=fleet, cohort=cohort or Cohort(planner, UniformSelector(), predictor),
-                                 rule=_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
+                                 rule=aggregation_rule(config), evaluator=evaluator, config=acfg, seed=config.seed,
                                  submodels=submodels, registry=registry, observer=observer)
     sync = SyncConfig(rounds=o.rounds, clients_per_round=o.clients_per_round,
                       over_selection=o.over_selection, deadline_s=o.deadline_s,
@@ -189,5 +189,5 @@ def _orchestrator(config: ExperimentConfig, fleet: Fleet, planner: Planner, pred
                                                  uniform=cohort is None))
     return SyncOrchestrator(fleet=fleet, planner=planner, weighting=weighting(weighting_name(config)),
                             evaluator=evaluator,
-                            config=sync, seed=config.seed, rule=_rule(config), cohort=cohort,
+                            config=sync, seed=config.seed, rule=aggregation_rule(config), cohort=cohort,
                             submodels=submodels, registry=registry, observer=observer)

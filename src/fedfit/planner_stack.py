@@ -54,7 +54,7 @@ def batching_rules(config: ExperimentConfig) -> BatchingRules:
         poor_link_scale=b.poor_link_scale)
 
 
-def _dynamic_planner(config: ExperimentConfig, costs: Callable[[float], ModelCost], memory: MemoryModel,
+def dynamic_planner(config: ExperimentConfig, costs: Callable[[float], ModelCost], memory: MemoryModel,
                      num_examples: list[int]) -> DynamicBatchPlanner | None:
     if config.batching.mode != "dynamic":
         return None
@@ -64,7 +64,7 @@ def _dynamic_planner(config: ExperimentConfig, costs: Callable[[float], ModelCos
                                max_steps=t.max_steps, deadline_s=config.orchestration.deadline_s)
 
 
-def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[DeviceProfile],
+def width_planner(config: ExperimentConfig, base: Planner, profiles: list[DeviceProfile],
                    examples: list[int], costs: Callable[[float], ModelCost], memory: MemoryModel) -> WidthPlanner:
     w = config.width
     deadline = w.deadline_s if w.deadline_s is not None else config.orchestration.deadline_s
@@ -79,7 +79,7 @@ def _width_planner(config: ExperimentConfig, base: Planner, profiles: list[Devic
     return WidthPlanner(base, policy, costs, memory, examples, config.seed)
 
 
-def _planner(config: ExperimentConfig, predictor: TaskPredictor, batch: Planner | None,
+def planner_chain(config: ExperimentConfig, predictor: TaskPredictor, batch: Planner | None,
              costs: Callable[[float], ModelCost], memory: MemoryModel, spec: ModelSpec) -> Planner:
     """Batch (fixed, dynamic or DYNAMITE), then memory techniques, then local work; width wraps it all."""
     t, o, w = config.training, config.orchestration, config.local_work
@@ -92,7 +92,7 @@ def _planner(config: ExperimentConfig, predictor: TaskPredictor, batch: Planner 
     return base
 
 
-def _with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:
+def planner_with_history(dynamic: DynamicBatchPlanner | None, registry: Registry) -> Planner | None:
     """Dynamic batching's server side: each device's profile-only suggestion is stored in the
     registry at enrolment, and plans follow the device's history (:mod:`fedfit.policy.batch_feedback`)."""
     if dynamic is None:

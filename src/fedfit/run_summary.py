@@ -17,7 +17,7 @@ from fedfit.training.qat import export_int, quantised_accuracy, save_int
 from fedfit.types import Params, RoundReport
 
 
-def _finish(exp: Experiment, params: Params, reports: list[RoundReport], run_dir: Path | None,
+def finish_run(exp: Experiment, params: Params, reports: list[RoundReport], run_dir: Path | None,
             unfinished: RoundReport | None = None) -> dict[str, Any]:
     """The summary: round totals, each tier's local accuracy, and the integer model's accuracy for QAT."""
     config = exp.config

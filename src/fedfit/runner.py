@@ -47,7 +47,7 @@ from fedfit.simulation.threads import driver_threads, pinned
 from fedfit.types import Params, RoundReport
 from fedfit.autorun import Resolved
 from fedfit.resumption import Resumption, _checkpoint, _restore, resumable
-from fedfit.run_summary import _finish
+from fedfit.run_summary import finish_run
 
 #: Called after each round (progress display); a checkpoint due that round is already written.
 OnRound = Callable[[RoundOutcome], None]
@@ -188,7 +188,7 @@ def _drive(config: ExperimentConfig, run_dir: Path | None, on_round: OnRound | N
             if out:
                 out.log_events(stop.results)
         exp.fleet.cancel_pending()
-        summary = _finish(exp, state.params, reports, run_dir, unfinished) | {"stopped": stopped}
+        summary = finish_run(exp, state.params, reports, run_dir, unfinished) | {"stopped": stopped}
         if out:
             _write_results(exp, out, state.params, reports, phase)
             out.write_summary(summary)

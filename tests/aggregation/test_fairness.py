@@ -7,7 +7,7 @@ import torch
 
 from fedfit.aggregation import WEIGHTINGS, AggregationRule, Arrival, LossWeighted, aggregate
 from fedfit.config import ExperimentConfig
-from fedfit.orchestrator_wiring import _rule
+from fedfit.orchestrator_wiring import aggregation_rule
 from fedfit.types import Update
 
 
@@ -36,8 +36,8 @@ def test_q_zero_is_the_base_weighting_and_bad_losses_count_as_one() -> None:
 
 
 def test_config_turns_it_on_only_when_q_is_positive() -> None:
-    off = _rule(ExperimentConfig())
-    on = _rule(ExperimentConfig.model_validate({"aggregation": {"fairness_q": 1.0}}))
+    off = aggregation_rule(ExperimentConfig())
+    on = aggregation_rule(ExperimentConfig.model_validate({"aggregation": {"fairness_q": 1.0}}))
 
     assert not isinstance(off.weighting, LossWeighted)
     assert on.weighting(_update(0.0, samples=10, loss=1.5)) == pytest.approx(15.0)

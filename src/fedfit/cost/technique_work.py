@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.stages import BYTES_PER_FLOAT
-from fedfit.cost.techniques import _aux_head_params, _first, trained_stages
+from fedfit.cost.techniques import aux_head_params, first_trained_stage, trained_stages
 from fedfit.types import Techniques, TrainPlan
 
 
@@ -14,7 +14,7 @@ QAT_FLOPS_PER_ELEMENT = 6
 
 
 def _layered_flops(t: Techniques, cost: ModelCost, samples: int, steps: int) -> float:
-    st, f, n = cost.stages, _first(t, cost.stages), len(cost.stages)
+    st, f, n = cost.stages, first_trained_stage(t, cost.stages), len(cost.stages)
     per_sample = sum(s.forward_flops for s in st) + sum(s.backward_flops for s in st[f:])
     if t.checkpointing:
         per_sample += sum(s.forward_flops for s in st[f:n - 1])
@@ -35,7 +35,7 @@ def plan_flops(cost: ModelCost, plan: TrainPlan, samples: int, steps: int) -> tu
         return sum(per[: t.split_cut]) * samples, sum(per[t.split_cut:]) * samples
     if t.progressive_stage is not None:
         k = t.progressive_stage
-        head = 3 * 2 * _aux_head_params(st, k)
+        head = 3 * 2 * aux_head_params(st, k)
         return (sum(s.forward_flops for s in st[: k + 1]) + st[k].backward_flops + head) * samples, 0.0
     probe = cost.train_flops_per_sample * plan.micro_batch if t.importance_k is not None else 0.0
     return _layered_flops(t, cost, samples, steps) + probe, 0.0

@@ -68,12 +68,12 @@ def trained_stages(t: Techniques, stages: tuple[StageCost, ...]) -> tuple[int, .
     return tuple(range(n))
 
 
-def _first(t: Techniques, stages: tuple[StageCost, ...]) -> int:
+def first_trained_stage(t: Techniques, stages: tuple[StageCost, ...]) -> int:
     """First stage whose activations are kept (0 when importance may pick any stage)."""
     return 0 if t.importance_k is not None else min(trained_stages(t, stages), default=len(stages))
 
 
-def _aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
+def aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
     classes = int(stages[-1].output_bytes // BYTES_PER_FLOAT)
     return 0 if k == len(stages) - 1 else int(stages[k].output_bytes // BYTES_PER_FLOAT) * classes + classes
 
@@ -144,7 +144,7 @@ def _layered_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> floa
     """Peak of plain training with selective updating, checkpointing and QAT switched on or off."""
     t, st = plan.techniques, cost.stages
     trained = sum(st[i].param_bytes for i in trained_stages(t, st))
-    f = _first(t, st)
+    f = first_trained_stage(t, st)
     peak = cost.param_bytes + trained * _state(memory) + _activations(t, cost, f, plan.micro_batch)
     if f > 0:  # frozen stages run forward first: no gradients yet (but from a second accumulated micro-batch)
         grads = memory.gradient_copies if plan.accumulation_steps > 1 else 0
@@ -207,12 +207,12 @@ def _backward_buffers(t: Techniques, cost: ModelCost) -> float:
     progressive, split) is charged none, an approximation that understates its peak by at most
     that term. Under checkpointing each recomputed stage's own measured buffers
     (:attr:`StageCost.step_bytes`) are charged instead."""
-    return max(0.0, cost.backward_transient_bytes_per_sample) if _first(t, cost.stages) == 0 else 0.0
+    return max(0.0, cost.backward_transient_bytes_per_sample) if first_trained_stage(t, cost.stages) == 0 else 0.0
 
 
 def _progressive_peak(memory: MemoryModel, cost: ModelCost, plan: TrainPlan) -> float:
     k, st = plan.techniques.progressive_stage or 0, cost.stages
-    head = _aux_head_params(st, k) * BYTES_PER_FLOAT
+    head = aux_head_params(st, k) * BYTES_PER_FLOAT
     resident = sum(s.param_bytes for s in st[: k + 1]) + head
     trained = st[k].param_bytes + head
     own = (st[k].isolated_bytes + (st[k].output_bytes if head else 0.0)) * plan.micro_batch

@@ -20,7 +20,7 @@ from fedfit.cost import MemoryModel, ModelCost, TaskPredictor, measure
 from fedfit.data import FederatedData
 from fedfit.devices import Registry
 from fedfit.devices.realistic import catalogue
-from fedfit.planner_stack import _dynamic_planner
+from fedfit.planner_stack import dynamic_planner
 from fedfit.inputs import data_kwargs, fleet_profiles, initial_params
 from fedfit.orchestrator_wiring import orchestrate
 from fedfit.sources import exchange, model_spec
@@ -68,7 +68,7 @@ def assemble(config: ExperimentConfig, fleet_: NetworkFleet, profiles: list[Devi
     memory = MemoryModel(optimizer_slots=optimizer.slots, workspace_bytes=config.memory.workspace_bytes,
                          step_temporaries=optimizer.step_temporaries)
     submodels = exchange(spec, config.width.indices, config.seed)  # a user module without width groups: none
-    dynamic = _dynamic_planner(config, costs, memory, num_examples)
+    dynamic = dynamic_planner(config, costs, memory, num_examples)
     orchestrator, _, registry = orchestrate(
         config, fleet_, workload, spec=spec, costs=costs, memory=memory, num_examples=num_examples,
         profiles=profiles, initial=initial_params(config, spec), dynamic=dynamic, submodels=submodels)

@@ -30,7 +30,7 @@ from fedfit.cost import MemoryModel, measure
 from fedfit.data import build_federated_data
 from fedfit.devices import PsutilMonitor
 from fedfit.errors import DataError
-from fedfit.planner_stack import _dynamic_planner
+from fedfit.planner_stack import dynamic_planner
 from fedfit.inputs import data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.report.model_file import _spec_from
@@ -135,7 +135,7 @@ class Device:
         self.optimizer = OptimizerConfig(t.momentum, t.weight_decay, kind=t.optimizer, proximal_mu=t.proximal_mu)
         memory = MemoryModel(optimizer_slots=self.optimizer.slots, workspace_bytes=self.config.memory.workspace_bytes)
         device = self.client.device_id or 0
-        self.policy = _dynamic_planner(self.config, functools.partial(measure, self.spec), memory,
+        self.policy = dynamic_planner(self.config, functools.partial(measure, self.spec), memory,
                                        [profile.num_examples] * (device + 1))
         self.profile = device_profile(self.config, device, profile)
 

@@ -25,7 +25,7 @@ import httpx
 
 from fedfit.aggregation import Contribution
 from fedfit.config import ExperimentConfig
-from fedfit.orchestrator_wiring import _rule
+from fedfit.orchestrator_wiring import aggregation_rule
 from fedfit.models import ModelSpec
 from fedfit.orchestration.submodels import SubModelExchange
 from fedfit.security.secagg.cohorts import vector
@@ -87,7 +87,7 @@ def device_contribution(config: ExperimentConfig, spec: ModelSpec, plan: TrainPl
                     report.micro_batch, report.accumulation_steps, report.train_loss, tuple(report.epoch_batches),
                     masks, report.start_loss)
     contribution, base = in_master(exchange, plan, template, decode(payload)[0], params, masks,
-                                   _rule(config).weighting(update))
+                                   aggregation_rule(config).weighting(update))
     if config.privacy.central.enabled:
         contribution = clipped_deltas(base, [contribution], config.privacy.central.clip_norm)[0]
     return contribution, report, template
