@@ -8,7 +8,8 @@ by name; or user tiers from :func:`profile_from_mapping`); dynamic resources ove
 in a :class:`Registry`.
 """
 
-from fedfit.devices.catalogue import TIERS, profile_from_mapping, tier
+from fedfit.devices.catalogue import TIERS, tier
+from fedfit.devices.user_tiers import profile_from_mapping
 from fedfit.devices.csv_trace import load_csv_trace, parse_csv_trace
 from fedfit.devices.monitor import Monitor, PsutilMonitor, TraceMonitor
 from fedfit.devices.realistic import CATALOGUES, REALISTIC, catalogue
