@@ -31,6 +31,7 @@ from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration, calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
+from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
 from fedfit.policy.dynamite.search import (
     Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
 )
@@ -144,20 +145,25 @@ class DynamitePlanner:
 
     def solve(self) -> Assignment:
         """The assignment minimising the bound over the budget left, with today's estimates."""
-        s = self.settings
+        s, ids = self.settings, self.registry.ids()
         held = self.data_sizes(self.spent_s)
-        devices = [self._device(d, held[d]) for d in self.registry.ids()]
+        live = expected_to_train([self.registry.last_state(d) for d in ids])  # :mod:`.reachable`
+        every = [self._device(d, held[d]) for d in ids]
+        devices = [every[k] for k in live]
         sizes = [max(1, d.data_size) for d in devices]
         shares = [n / sum(sizes) for n in sizes]
         est = self.estimates()
-        budget = self._budget_left()
+        budget = self._budget_left(len(live))
         if s.solver == "closed_form":
-            return closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
-        found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
-        if s.solver == "homogeneous":
-            return found
-        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
-                                    energy_cap=s.energy_cap == "homogeneous")
+            found = closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
+        else:
+            found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
+        common = found.batches[0]
+        if s.solver == "heterogeneous":
+            found = assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
+                                         energy_cap=s.energy_cap == "homogeneous")
+        others = [min(common, d.batch_cap) for d in every]
+        return dataclasses.replace(found, batches=widen(live, found.batches, len(ids), others))
 
     def estimates(self) -> Estimates:
         """The estimates the next plan uses: smoothed, the prior's where none yet, drift calibrated."""
@@ -165,8 +171,9 @@ class DynamitePlanner:
         c = self.calibration
         return est if c is None else dataclasses.replace(est, drift_scale=c.factor)
 
-    def _budget_left(self) -> Budget:
-        b, share = self.settings.budget, self.settings.participation
+    def _budget_left(self, planned: int) -> Budget:
+        b = self.settings.budget
+        share = cohort_share(self.settings.participation, len(self.registry.ids()), planned)
         time_s = None if b.time_s is None else max(b.time_s - self.spent_s, 1e-3 * b.time_s)
         energy = None if b.energy_j is None else max(b.energy_j - self.spent_j, 1e-3 * b.energy_j) / share
         return Budget(time_s=time_s, energy_j=energy)
