@@ -38,13 +38,13 @@ def test_cohort_share_is_the_cohort_over_the_planned_devices() -> None:
     assert cohort_share(0.4, 10, 2) == 1.0
 
 
-def fleet_planner(offline: set[int]) -> DynamitePlanner:
+def fleet_planner(offline: set[int], plan_for: str = "reachable") -> DynamitePlanner:
     registry = Registry()
     for d in range(3):
         registry.add(d, profile(flops_per_s=1e9 * (1 + 4 * d)))
         down = dict(online=False, link=Link.OFFLINE, bandwidth_bps=0.0) if d in offline else {}
         registry.report_state(d, state(**down), 0.0)  # type: ignore[arg-type]
-    s = DynamiteSettings(budget=Budget(time_s=200.0), tau_max=20)
+    s = DynamiteSettings(budget=Budget(time_s=200.0), tau_max=20, plan_for=plan_for)  # type: ignore[arg-type]
     return DynamitePlanner(FixedPlanner(batch_size=32, lr=LR), s, registry=registry, costs=lambda w: COST,
                            memory=MemoryModel(), data_sizes=lambda now_s: SIZES, lr=LR,
                            initial_params={"w": torch.zeros(3)})
@@ -66,9 +66,25 @@ def test_an_unreachable_device_is_left_out_of_the_bound_and_gets_the_common_batc
     assert whole.batches[:2] != expected.batches or whole.bound != expected.bound
 
 
-def test_with_every_device_reachable_the_whole_fleet_is_planned_for() -> None:
-    p = fleet_planner(offline=set())
+@pytest.mark.parametrize(("offline", "plan_for"), [(set(), "reachable"), ({2}, "fleet")])
+def test_the_whole_fleet_is_planned_for_when_all_are_reachable_or_plan_for_fleet(offline: set[int],
+                                                                                 plan_for: str) -> None:
+    p = fleet_planner(offline=offline, plan_for=plan_for)
     everyone = [p._device(d, SIZES[d]) for d in range(3)]
     est, budget = p.estimates(), Budget(time_s=200.0)
     expected = assign_heterogeneous(everyone, [0.1, 0.3, 0.6], est, LR, budget, 20)
     assert p.current() == expected
+
+
+def test_config_key_reaches_the_planner_and_bad_values_are_refused() -> None:
+    from fedfit.errors import ConfigError
+    from fedfit.experiment import built
+    from tests.policy.dynamite.test_dynamite_end_to_end import small
+
+    for value in ("reachable", "fleet"):
+        with built(small(dynamite={"plan_for": value})) as exp:
+            assert isinstance(exp.orchestrator.observer, DynamitePlanner)
+            assert exp.orchestrator.observer.settings.plan_for == value
+    assert small().dynamite.plan_for == "reachable"
+    with pytest.raises(ConfigError, match="plan_for"):
+        small(dynamite={"plan_for": "online"})

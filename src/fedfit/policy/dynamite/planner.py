@@ -41,6 +41,7 @@ from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPl
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
 EnergyCap = Literal["homogeneous", "none"]
+PlanFor = Literal["reachable", "fleet"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ class DynamiteSettings:
             rounds cost no more joules than the best common batch's at the same τ
             (:mod:`.energy_fill`); ``none``: devices off the critical path fill their time
             share whatever it costs in joules.
+        plan_for: ``reachable``: the bound is written over the devices whose last report says
+            they can be reached (:mod:`.reachable`); ``fleet``: over every enrolled device.
     """
 
     solver: Solver = "heterogeneous"
@@ -81,6 +84,7 @@ class DynamiteSettings:
     calibration: Calibration | None = Calibration()
     streaming: bool = False
     energy_cap: EnergyCap = "homogeneous"
+    plan_for: PlanFor = "reachable"
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -147,7 +151,8 @@ class DynamitePlanner:
         """The assignment minimising the bound over the budget left, with today's estimates."""
         s, ids = self.settings, self.registry.ids()
         held = self.data_sizes(self.spent_s)
-        live = expected_to_train([self.registry.last_state(d) for d in ids])  # :mod:`.reachable`
+        live = (expected_to_train([self.registry.last_state(d) for d in ids]) if s.plan_for == "reachable"
+                else list(range(len(ids))))  # :mod:`.reachable`
         every = [self._device(d, held[d]) for d in ids]
         devices = [every[k] for k in live]
         sizes = [max(1, d.data_size) for d in devices]
