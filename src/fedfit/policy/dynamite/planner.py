@@ -4,7 +4,8 @@ DYNAMITE's adaptive control (Liu et al. 2023, arXiv 2310.14906, Algorithm "onlin
 aggregation the server turns the updates it received into estimates of β, ρ, δ, σ² and the
 loss (:mod:`.estimate`), calibrates each device's predicted round time against the duration it
 measured, subtracts what has been spent from the budget, and solves for the (τ, b_i) that
-minimise the bound over what is left (:mod:`.search`). ``plan`` then writes each device's task:
+minimise the bound over what is left (:mod:`.search`), written over the devices whose last report
+says they can be reached (:mod:`.reachable`). ``plan`` then writes each device's task:
 ``max_steps = τ``, its batch ``b_i`` as micro-batch × accumulation within its memory cap, and
 enough epochs over its data (or its stream buffer) to take τ steps. The base planner decides
 everything else (learning rate, deadline, techniques; widths wrap this planner).
