@@ -121,7 +121,7 @@ def test_the_received_models_loss_calibrates_the_drift_term_the_plan_uses(c_true
     local_gd_round(p, 1, w, steps=4, start_losses=[fallen, fallen])
     assert p.estimates().drift_scale == pytest.approx(c_true)
     devices = [p._device(d, SIZES[d]) for d in p.registry.ids()]
-    expected = search_homogeneous(devices, [0.25, 0.75], p.estimates(), LR, p._budget_left(), p.settings.tau_max)
+    expected = search_homogeneous(devices, [0.25, 0.75], p.estimates(), LR, p._budget_left(2), p.settings.tau_max)
     assert p.current() == expected
 
 

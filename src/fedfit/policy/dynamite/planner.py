@@ -4,7 +4,8 @@ DYNAMITE's adaptive control (Liu et al. 2023, arXiv 2310.14906, Algorithm "onlin
 aggregation the server turns the updates it received into estimates of β, ρ, δ, σ² and the
 loss (:mod:`.estimate`), calibrates each device's predicted round time against the duration it
 measured, subtracts what has been spent from the budget, and solves for the (τ, b_i) that
-minimise the bound over what is left (:mod:`.search`). ``plan`` then writes each device's task:
+minimise the bound over what is left (:mod:`.search`), written over the devices whose last report
+says they can be reached (:mod:`.reachable`). ``plan`` then writes each device's task:
 ``max_steps = τ``, its batch ``b_i`` as micro-batch × accumulation within its memory cap, and
 enough epochs over its data (or its stream buffer) to take τ steps. The base planner decides
 everything else (learning rate, deadline, techniques; widths wrap this planner).
@@ -31,6 +32,7 @@ from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration, calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
+from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
 from fedfit.policy.dynamite.search import (
     Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
 )
@@ -40,6 +42,7 @@ from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPl
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
 EnergyCap = Literal["homogeneous", "none"]
+PlanFor = Literal["reachable", "fleet"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ class DynamiteSettings:
             rounds cost no more joules than the best common batch's at the same τ
             (:mod:`.energy_fill`); ``none``: devices off the critical path fill their time
             share whatever it costs in joules.
+        plan_for: ``reachable``: the bound is written over the devices whose last report says
+            they can be reached (:mod:`.reachable`); ``fleet``: over every enrolled device.
     """
 
     solver: Solver = "heterogeneous"
@@ -80,6 +85,7 @@ class DynamiteSettings:
     calibration: Calibration | None = Calibration()
     streaming: bool = False
     energy_cap: EnergyCap = "homogeneous"
+    plan_for: PlanFor = "reachable"
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -144,20 +150,26 @@ class DynamitePlanner:
 
     def solve(self) -> Assignment:
         """The assignment minimising the bound over the budget left, with today's estimates."""
-        s = self.settings
+        s, ids = self.settings, self.registry.ids()
         held = self.data_sizes(self.spent_s)
-        devices = [self._device(d, held[d]) for d in self.registry.ids()]
+        live = (expected_to_train([self.registry.last_state(d) for d in ids]) if s.plan_for == "reachable"
+                else list(range(len(ids))))  # :mod:`.reachable`
+        every = [self._device(d, held[d]) for d in ids]
+        devices = [every[k] for k in live]
         sizes = [max(1, d.data_size) for d in devices]
         shares = [n / sum(sizes) for n in sizes]
         est = self.estimates()
-        budget = self._budget_left()
+        budget = self._budget_left(len(live))
         if s.solver == "closed_form":
-            return closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
-        found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
-        if s.solver == "homogeneous":
-            return found
-        return assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
-                                    energy_cap=s.energy_cap == "homogeneous")
+            found = closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
+        else:
+            found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
+        common = found.batches[0]
+        if s.solver == "heterogeneous":
+            found = assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
+                                         energy_cap=s.energy_cap == "homogeneous")
+        others = [min(common, d.batch_cap) for d in every]
+        return dataclasses.replace(found, batches=widen(live, found.batches, len(ids), others))
 
     def estimates(self) -> Estimates:
         """The estimates the next plan uses: smoothed, the prior's where none yet, drift calibrated."""
@@ -165,8 +177,9 @@ class DynamitePlanner:
         c = self.calibration
         return est if c is None else dataclasses.replace(est, drift_scale=c.factor)
 
-    def _budget_left(self) -> Budget:
-        b, share = self.settings.budget, self.settings.participation
+    def _budget_left(self, planned: int) -> Budget:
+        b = self.settings.budget
+        share = cohort_share(self.settings.participation, len(self.registry.ids()), planned)
         time_s = None if b.time_s is None else max(b.time_s - self.spent_s, 1e-3 * b.time_s)
         energy = None if b.energy_j is None else max(b.energy_j - self.spent_j, 1e-3 * b.energy_j) / share
         return Budget(time_s=time_s, energy_j=energy)
