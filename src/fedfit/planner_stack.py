@@ -109,7 +109,8 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
                      data_sizes: Callable[[float], list[int]], initial: Params,
                      held: Callable[[int, float], Sequence[int]] | None = None) -> DynamitePlanner | None:
     """The ``dynamite:`` section's planner around the batch planner (``None`` when off); ``held``:
-    the samples a device's stream buffer holds at a time (σ² is read net of their turnover)."""
+    the samples a device's stream buffer holds at a time (with ``stream_turnover``, σ² is read
+    net of their turnover)."""
     d, t, o = config.dynamite, config.training, config.orchestration
     if d.mode == "off":
         return None
@@ -129,4 +130,5 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
         energy_cap=d.energy_cap)
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
                            data_sizes=data_sizes, lr=t.lr, initial_params=initial,
-                           cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None, held=held)
+                           cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None,
+                           held=held if d.stream_turnover else None)

@@ -53,7 +53,10 @@ class DynamiteConfig(Section):
     fill their time share with larger batches whatever the joules. ``stream_noise`` (with
     ``data.stream``): the bound's noise term is the stream buffer's
     (:mod:`fedfit.policy.dynamite.stream`) instead of σ²/b; off by default (measured below the
-    plain term together with the energy cap, see the README)."""
+    plain term together with the energy cap, see the README). ``stream_turnover`` (with
+    ``data.stream``): σ² is read net of each buffer's turnover between a device's tasks
+    (:mod:`fedfit.policy.dynamite.turnover`); off by default (neutral on accuracy and further from
+    the measured σ², see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -67,6 +70,7 @@ class DynamiteConfig(Section):
     drift_calibration: DriftCalibrationConfig = DriftCalibrationConfig()
     energy_cap: Literal["homogeneous", "none"] = "homogeneous"
     stream_noise: bool = False
+    stream_turnover: bool = False
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

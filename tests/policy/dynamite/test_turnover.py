@@ -54,7 +54,7 @@ def test_sigma2_is_read_net_of_the_turnover() -> None:
 
 def test_planner_measures_each_devices_turnover_on_the_buffers_its_tasks_held() -> None:
     config = small(data={"stream": {"rate_per_s": 2.0, "buffer_size": 12, "initial": 4, "replacement": "random"}},
-                   orchestration={"rounds": 4, "clients_per_round": 4})
+                   orchestration={"rounds": 4, "clients_per_round": 4}, dynamite={"stream_turnover": True})
     seen: dict[int, tuple[int, ...]] = {}
     with built(config) as exp:
         planner, stream = exp.orchestrator.observer, exp.stream
@@ -75,8 +75,13 @@ def test_planner_measures_each_devices_turnover_on_the_buffers_its_tasks_held() 
         assert checked > 0 and any(u > 0 for u in planner.estimator.last.turnover.values())
 
 
-def test_static_data_carries_no_turnover() -> None:
-    with built(small()) as exp:
+@pytest.mark.parametrize("sections", [
+    {},                                                                  # static data
+    {"dynamite": {"stream_turnover": True}},                             # static data, knob on
+    {"data": {"stream": {"rate_per_s": 2.0, "buffer_size": 12, "initial": 4}}},  # a stream, knob off (default)
+])
+def test_no_turnover_is_taken_out_on_static_data_or_by_default(sections: dict[str, dict[str, object]]) -> None:
+    with built(small(**sections)) as exp:
         planner = exp.orchestrator.observer
         assert isinstance(planner, DynamitePlanner) and planner.held is None
         for _ in exp.orchestrator.rounds(exp.initial_params):
