@@ -1,5 +1,8 @@
 """How much a stream buffer's turnover between two tasks adds to a device's gradient change.
 
+For DYNAMITE's streaming setting (Liu et al. 2023, arXiv 2310.14906), used by the planner when
+``dynamite.stream_turnover`` is set.
+
 The estimator (:mod:`.estimate`) reads σ², the per-sample gradient variance, off the part of a
 device's pseudo-gradient change ``g_i(t+1) − g_i(t)`` that the smoothness β does not explain,
 divided by the sampling variance that change carries in units of σ² (:mod:`.sampling`: the
