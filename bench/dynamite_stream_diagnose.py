@@ -18,7 +18,11 @@ thing and reports the accuracy at the budget and the τ planned per round:
 * ``drift term off``: the bound without ρ h(τ)/(ητ), so τ = τ_max;
 * ``drift off, one b``: that, with the homogeneous solver (one common batch, no per-device b_i).
 
-    PYTHONPATH=src python bench/dynamite_stream_diagnose.py [--seeds 0 1] [--datasets digits fashion_mnist]
+``--sigma`` instead prints, per round, the true σ² (the share-weighted per-sample gradient variance
+over what each device's buffer holds, at the new global model) beside the planner's estimate with
+the buffer turnover taken out (``dynamite.stream_turnover: true``) and without it (the default).
+
+    PYTHONPATH=src python bench/dynamite_stream_diagnose.py [--seeds 0 1] [--datasets digits fashion_mnist] [--sigma]
 """
 
 from __future__ import annotations
@@ -125,13 +129,38 @@ def run(cfg: ExperimentConfig, variant: str) -> tuple[float, list[int]]:
 VARIANTS = ["as built", "held over drift", "turnover noise", "F0 = test loss", "drift term off", "drift off, one b"]
 
 
+def sigma_trace(cfg: ExperimentConfig, turnover: bool) -> list[tuple[float, float, float]]:
+    """(t, true σ², estimated σ²) per round; ``turnover``: the planner reads σ² net of it."""
+    rows = []
+    with built(cfg) as exp:
+        planner, stream = exp.orchestrator.observer, exp.stream
+        assert isinstance(planner, DynamitePlanner) and stream is not None
+        planner.held = stream.held if turnover else None
+        module, train = exp.workload.module(1.0), exp.workload.data.train
+        for outcome in exp.orchestrator.rounds(exp.initial_params):
+            r = outcome.report
+            if r.virtual_time_s > BUDGET_S:
+                break
+            held = [train[d].subset(list(stream.held(d, r.virtual_time_s))) for d in range(len(train))]
+            true = _diagnose.per_sample_variance(module, outcome.params, held)
+            rows.append((r.virtual_time_s, true, planner.estimator.estimates(planner.settings.prior).sigma2))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--sigma", action="store_true", help="true σ² vs estimated, with and without turnover")
     args = parser.parse_args()
     for dataset in args.datasets:
         for seed in args.seeds:
+            if args.sigma:
+                print(f"\n{dataset} seed {seed}: t, TRUE sigma2 | estimated, turnover out | estimated, without", flush=True)
+                net, raw = sigma_trace(config(dataset, seed), True), sigma_trace(config(dataset, seed), False)
+                for (t, true, a), (t_raw, _, b) in zip(net, raw):
+                    print(f"  t={t:5.1f} {true:7.2f} | {a:7.2f} | {b:7.2f} (t={t_raw:.1f})", flush=True)
+                continue
             print(f"\n{dataset} seed {seed}: variant, accuracy at {BUDGET_S:.0f} s, τ planned per round", flush=True)
             for variant in VARIANTS:
                 solver = "homogeneous" if variant == "drift off, one b" else "heterogeneous"

@@ -67,7 +67,8 @@ def orchestrate(config: ExperimentConfig, fleet: Fleet, workload: Workload, *, s
     # first plans from each profile's suggestion, later ones from its reports
     registry = registry if registry is not None else enrol(fleet)
     dynamite = dynamite_planner(config, dynamic, registry, costs, memory,
-                                sizes or (lambda now_s: num_examples), initial)
+                                sizes or (lambda now_s: num_examples), initial,
+                                held=workload.stream.held if workload.stream is not None else None)
     batch = dynamite or planner_with_history(dynamic, registry)
     planner = width_planner(config, planner_chain(config, predictor, batch, costs, memory, spec),
                              profiles, num_examples, costs, memory)

@@ -4,7 +4,7 @@ orchestrator)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, TaskPredictor
@@ -106,8 +106,11 @@ def planner_with_history(dynamic: DynamicBatchPlanner | None, registry: Registry
 
 def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | None, registry: Registry,
                      costs: Callable[[float], ModelCost], memory: MemoryModel,
-                     data_sizes: Callable[[float], list[int]], initial: Params) -> DynamitePlanner | None:
-    """The ``dynamite:`` section's planner around the batch planner (``None`` when off)."""
+                     data_sizes: Callable[[float], list[int]], initial: Params,
+                     held: Callable[[int, float], Sequence[int]] | None = None) -> DynamitePlanner | None:
+    """The ``dynamite:`` section's planner around the batch planner (``None`` when off); ``held``:
+    the samples a device's stream buffer holds at a time (with ``stream_turnover``, σ² is read
+    net of their turnover)."""
     d, t, o = config.dynamite, config.training, config.orchestration
     if d.mode == "off":
         return None
@@ -127,4 +130,5 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
         energy_cap=d.energy_cap, plan_for=d.plan_for)
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
                            data_sizes=data_sizes, lr=t.lr, initial_params=initial,
-                           cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None)
+                           cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None,
+                           held=held if d.stream_turnover else None)

@@ -56,7 +56,9 @@ class DynamiteConfig(Section):
     plain term together with the energy cap, see the README). ``plan_for``: ``reachable``
     writes the bound over the devices whose last report says they can be reached (the ones that
     can train next round, :mod:`fedfit.policy.dynamite.reachable`); ``fleet`` over every
-    enrolled device."""
+    enrolled device. ``stream_turnover`` (with ``data.stream``): σ² is read net of each buffer's
+    turnover between a device's tasks (:mod:`fedfit.policy.dynamite.turnover`); off by default
+    (neutral on accuracy and further from the measured σ², see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -71,6 +73,7 @@ class DynamiteConfig(Section):
     energy_cap: Literal["homogeneous", "none"] = "homogeneous"
     stream_noise: bool = False
     plan_for: Literal["reachable", "fleet"] = "reachable"
+    stream_turnover: bool = False
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -167,6 +167,10 @@ class DataStream:
                 held[slot] = (pool[k], times[k])
         return Buffer(tuple(i for i, _ in held), tuple(t for _, t in held), len(times))
 
+    def held(self, device: int, at_s: float) -> tuple[int, ...]:
+        """The samples (positions in its partition) ``device`` holds at ``at_s``."""
+        return self.buffer(device, at_s).indices
+
     def size(self, device: int, at_s: float) -> int:
         """Samples ``device`` holds at ``at_s``."""
         return len(self.buffer(device, at_s))

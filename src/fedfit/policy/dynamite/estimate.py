@@ -144,6 +144,9 @@ class RoundObservation:
         steps: device id → local steps taken.
         start_losses: device id → loss of ``start`` on the device's first batch (those that
             reported one; :mod:`.calibrate`).
+        turnover: device id → the variance, in units of σ², that the change of the samples it
+            holds since its task in the previous observation adds to its gradient change (a
+            stream buffer's turnover, :mod:`.turnover`; absent: none).
     """
 
     start: torch.Tensor
@@ -155,6 +158,7 @@ class RoundObservation:
     steps: dict[int, int] = dataclasses.field(default_factory=dict)
     start_losses: dict[int, float] = dataclasses.field(default_factory=dict)
     batches: dict[int, int] = dataclasses.field(default_factory=dict)
+    turnover: dict[int, float] = dataclasses.field(default_factory=dict)
 
     def draw_variance(self, device: int) -> float:
         """The sampling variance of the device's pseudo-gradient in units of σ²: the trainer's
@@ -226,7 +230,7 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     g_prev, _ = divergence([prev.grads[i] for i in common], [prev.shares[i] for i in common])
     g_now, _ = divergence([obs.grads[i] for i in common], [obs.shares[i] for i in common])
     total = sum(obs.shares[i] for i in common)
-    draws = {i: prev.draw_variance(i) + obs.draw_variance(i) for i in common}
+    draws = {i: prev.draw_variance(i) + obs.draw_variance(i) + obs.turnover.get(i, 0.0) for i in common}
     spread = sum((obs.shares[i] / total) ** 2 * draws[i] for i in common)
     beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(state.sigma2 or 0.0) * spread)
     step = float(torch.linalg.vector_norm(obs.start - prev.start))

@@ -36,6 +36,7 @@ from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, wi
 from fedfit.policy.dynamite.search import (
     Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
 )
+from fedfit.policy.dynamite.turnover import turnover_variance
 from fedfit.policy.planning import Planner
 from fedfit.policy.width import nominal_state
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan, Update
@@ -110,15 +111,20 @@ class DynamitePlanner:
         initial_params: the model version 0 devices start from.
         cap_of: the micro-batch a device's batch policy affords (dynamic batching); ``None``:
             the memory model's bound on the reported free memory.
+        held: the samples (their identities) a device holds at a virtual time (``held(device,
+            at_s)``: a stream's buffer), so σ² is read net of the buffer's turnover between a
+            device's tasks (:mod:`.turnover`); ``None``: static data, nothing turns over.
     """
 
     def __init__(self, base: Planner, settings: DynamiteSettings, *, registry: Registry,
                  costs: Callable[[float], ModelCost], memory: MemoryModel,
                  data_sizes: Callable[[float], Sequence[int]], lr: float, initial_params: Params,
-                 cap_of: Callable[[DeviceProfile, DeviceState], int] | None = None) -> None:
+                 cap_of: Callable[[DeviceProfile, DeviceState], int] | None = None,
+                 held: Callable[[int, float], Sequence[int]] | None = None) -> None:
         self.base, self.settings, self.registry = base, settings, registry
         self.costs, self.memory, self.data_sizes, self.cap_of = costs, memory, data_sizes, cap_of
-        self.lr = lr
+        self.lr, self.held = lr, held
+        self._last_held: dict[int, Sequence[int]] = {}  # device → the samples its last observed task held
         self._model = costs(1.0)  # measured once: the master's cost does not change
         self.estimator = EstimatorState()
         self.calibration = settings.calibration
@@ -247,4 +253,19 @@ class DynamitePlanner:
             return None
         loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
         return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss,
-                                version=start_version, steps=steps, start_losses=starts, batches=batches)
+                                version=start_version, steps=steps, start_losses=starts, batches=batches,
+                                turnover=self._turnover([r for r in results if isinstance(r.outcome, Update)
+                                                         and r.outcome.round == start_version
+                                                         and r.plan.device_id in grads]))
+
+    def _turnover(self, results: Sequence[TaskResult]) -> dict[int, float]:
+        """Each device's buffer turnover since its last observed task (empty on static data)."""
+        if self.held is None:
+            return {}
+        turnover: dict[int, float] = {}
+        for r in results:
+            d, now = r.plan.device_id, self.held(r.plan.device_id, r.start_s)
+            if d in self._last_held:
+                turnover[d] = turnover_variance(self._last_held[d], now)
+            self._last_held[d] = now
+        return turnover
