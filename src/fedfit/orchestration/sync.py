@@ -38,7 +38,7 @@ from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
 from fedfit.policy.candidates import sample_idle
-from fedfit.policy.planning import RoundObserver
+from fedfit.policy.planning import RoundObserver, plans_of
 from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
 
 #: Evaluates parameters: returns (accuracy, loss).
@@ -199,8 +199,8 @@ class SyncOrchestrator:
         check_in(self.registry, self.fleet, idle, now_s)
         if self.cohort is not None:
             return self.cohort.invite(self.registry, idle, invite, round_=r, seed=self.seed, draw=r)
-        return [self.planner.plan(d, r, self.registry.profile(d), self.registry.reported_state(d))
-                for d in uniform_cohort(idle, invite, seed=self.seed, round_=r)]
+        return plans_of(self.planner, uniform_cohort(idle, invite, seed=self.seed, round_=r), r,
+                        self.registry.profile, self.registry.reported_state)
 
     def _collect(self, r: int, now_s: float, k: int, tally: RoundTally) -> tuple[list[TaskResult], float]:
         deadline = now_s + self.config.deadline_s if self.config.deadline_s is not None else math.inf

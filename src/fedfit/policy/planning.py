@@ -2,13 +2,22 @@
 
 The baseline planner gives every device the same fixed batch, as synchronous FedAvg does; the
 memory-, battery- and network-aware policies plug in behind the same ``plan`` call.
+
+A round plans every invited device; :func:`plans_of` asks a :class:`BatchPlanner` for them in one
+call (the fixed planner writes them without reading any device's profile or state), any other
+planner device by device, with the same plans.
+
+>>> fixed = FixedPlanner(batch_size=16, max_steps=4)
+>>> def unread(device): raise AssertionError("the fixed planner reads no profile or state")
+>>> plans_of(fixed, [3, 1], 2, unread, unread) == [TrainPlan(3, 2, 16, max_steps=4), TrainPlan(1, 2, 16, max_steps=4)]
+True
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan
 
@@ -19,6 +28,30 @@ class Planner(Protocol):
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
         """The plan for ``device_id`` at ``round_`` given its profile and last reported state."""
         ...
+
+
+#: A device's profile, or its last reported state, by id (the registry's, read only when needed).
+ProfileOf = Callable[[int], DeviceProfile]
+StateOf = Callable[[int], DeviceState]
+
+
+@runtime_checkable
+class BatchPlanner(Protocol):
+    """A planner that plans many devices at once (what ``plan`` gives each, in order)."""
+
+    def plan_many(self, device_ids: Sequence[int], round_: int, profile_of: ProfileOf,
+                  state_of: StateOf) -> list[TrainPlan]:
+        """``plan(d, round_, profile_of(d), state_of(d))`` of each of ``device_ids``."""
+        ...
+
+
+def plans_of(planner: Planner, device_ids: Sequence[int], round_: int, profile_of: ProfileOf,
+             state_of: StateOf) -> list[TrainPlan]:
+    """The plan of each of ``device_ids`` at ``round_``: in one call from a :class:`BatchPlanner`,
+    else device by device."""
+    if isinstance(planner, BatchPlanner):
+        return planner.plan_many(device_ids, round_, profile_of, state_of)
+    return [planner.plan(d, round_, profile_of(d), state_of(d)) for d in device_ids]
 
 
 class RoundObserver(Protocol):
@@ -43,3 +76,11 @@ class FixedPlanner:
         return TrainPlan(device_id=device_id, round=round_, micro_batch=self.batch_size,
                          local_epochs=self.local_epochs, max_steps=self.max_steps, lr=self.lr,
                          deadline_s=self.deadline_s)
+
+    def plan_many(self, device_ids: Sequence[int], round_: int, profile_of: ProfileOf,
+                  state_of: StateOf) -> list[TrainPlan]:
+        """``plan`` of each device (no profile or state read: the plan depends on neither).
+        Positional arguments: a round builds one plan per invited device, and keywords cost
+        a quarter more (``tests/policy/test_planning.py`` holds both ways equal)."""
+        b, e, m, lr, d = self.batch_size, self.local_epochs, self.max_steps, self.lr, self.deadline_s
+        return [TrainPlan(device, round_, b, 1, e, m, lr, 1.0, d) for device in device_ids]

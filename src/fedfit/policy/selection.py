@@ -37,7 +37,7 @@ def uniform_cohort(candidates: Sequence[int], size: int, *, seed: int, round_: i
     pool = sorted(candidates)
     rng = np.random.default_rng([seed, round_, 0x5E1EC7])
     take = min(size, len(pool))
-    return [pool[i] for i in rng.choice(len(pool), size=take, replace=False)]
+    return [pool[i] for i in rng.choice(len(pool), size=take, replace=False).tolist()]
 
 
 class Selector(Protocol):

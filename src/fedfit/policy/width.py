@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fedfit.cost import MemoryModel, ModelCost, task_cost
-from fedfit.policy.planning import Planner
+from fedfit.policy.planning import Planner, ProfileOf, StateOf, plans_of
 from fedfit.types import DeviceProfile, DeviceState, Link, Thermal, TrainPlan
 
 #: Measured model cost at a width relative to the master.
@@ -151,6 +151,16 @@ class WidthPlanner:
         elif plan.width != p.fixed:  # a copy only when it changes (a million plans a run add up)
             plan = dataclasses.replace(plan, width=p.fixed)
         return self._elastic(plan, round_) if p.elastic else plan
+
+    def plan_many(self, device_ids: Sequence[int], round_: int, profile_of: ProfileOf,
+                  state_of: StateOf) -> list[TrainPlan]:
+        """``plan`` of each device; in ``fixed`` mode without elastic width the base's plans at
+        the fixed width (in one call when the base plans in batches), else device by device."""
+        p = self.policy
+        if p.mode != "fixed" or p.elastic:
+            return [self.plan(d, round_, profile_of(d), state_of(d)) for d in device_ids]
+        plans = plans_of(self.base, device_ids, round_, profile_of, state_of)
+        return [plan if plan.width == p.fixed else dataclasses.replace(plan, width=p.fixed) for plan in plans]
 
     def _elastic(self, plan: TrainPlan, round_: int) -> TrainPlan:
         self.pools.setdefault(round_, []).append(plan.width)

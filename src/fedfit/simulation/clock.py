@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -24,10 +25,27 @@ class EventQueue(Generic[T]):
         """Schedule ``item`` at virtual time ``at_s``."""
         heapq.heappush(self._heap, (at_s, next(self._order), item))
 
+    def push_many(self, times: Sequence[float], items: Sequence[T]) -> None:
+        """``push`` of each item at its time, in order (one heap pass: the pop order is the same,
+        since every event's (time, insertion order) differs)."""
+        heap = self._heap
+        events = zip(times, self._order, items)  # zip stops at the end of ``times`` before drawing an order
+        if len(heap) > 4 * len(times):  # a few events into a long queue: one push each
+            for event in events:
+                heapq.heappush(heap, event)
+            return
+        heap.extend(events)
+        heapq.heapify(heap)
+
     def pop(self) -> tuple[float, T]:
         """Remove and return the earliest (time, item). Raises ``IndexError`` when empty."""
         at_s, _, item = heapq.heappop(self._heap)
         return at_s, item
+
+    def pop_due(self, until_s: float) -> T | None:
+        """Remove and return the earliest item if it is due at ``until_s`` or before; else ``None``."""
+        heap = self._heap
+        return heapq.heappop(heap)[2] if heap and heap[0][0] <= until_s else None
 
     def peek_time(self) -> float | None:
         """Time of the earliest event, or ``None`` when empty."""

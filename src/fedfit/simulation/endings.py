@@ -4,11 +4,30 @@ Offline (unreachable, or no link), out of memory (peak bytes above free memory),
 task's energy exceeds the charge left above :data:`BATTERY_RESERVE`), or ``None``: it passed
 the dispatch checks and ends as the mid-task offline check says
 (:func:`fedfit.simulation.online_checks.after_check`). Pure functions of their arguments.
+
+:func:`dispatch_endings` judges a round's tasks together: the tasks that pass every dispatch
+check (most of them) are found by array comparisons, and only the others are judged one by one
+by :func:`dispatch_ending`, which builds their failures; so each ending is ``dispatch_ending``'s.
+
+>>> from fedfit.devices.catalogue import tier
+>>> from fedfit.types import DeviceState, Link, TaskCost, Thermal, TrainPlan
+>>> watch = tier("smartwatch")
+>>> up = DeviceState(2**30, 0.5, False, 30.0, Thermal.NOMINAL, Link.WIFI, 4e7, True)
+>>> down = dataclasses.replace(up, online=False)
+>>> cost = TaskCost(1.0, 2.0, 1.0, 3.0, 2**20, 10, 10, 5.0)
+>>> plans = [TrainPlan(0, 0, 16), TrainPlan(1, 0, 16)]
+>>> ends = dispatch_endings(plans, [watch, watch], [up, down], [cost, cost], [0.0, 0.0])
+>>> ends[0] is None, ends[1][1].cause.value
+(True, 'offline')
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
+
+import numpy as np
 
 from fedfit.simulation.adaptive import EpochSchedule
 from fedfit.simulation.online_checks import Ending
@@ -48,6 +67,32 @@ def dispatch_ending(plan: TrainPlan, profile: DeviceProfile, state: DeviceState,
     if battery_end is not None:
         return fail(FailureCause.BATTERY, battery_end[0], "battery at reserve", battery_end[1])
     return None
+
+
+def dispatch_endings(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfile], states: Sequence[DeviceState],
+                     costs: Sequence[TaskCost], now_s: Sequence[float]) -> list[Ending | None]:
+    """:func:`dispatch_ending` of each task. A task passes when its device is online, its
+    download finite, its peak below the free memory (compared as floats: a peak whose float is
+    below the free memory's is below it) and its energy within the battery left above the
+    reserve (or the device has no battery to watch); every other task is judged one by one."""
+    n = len(plans)
+    online = np.fromiter((s.online for s in states), bool, n)
+    download = np.fromiter((c.download_s for c in costs), np.float64, n)
+    fits = np.fromiter((c.peak_memory_bytes for c in costs), np.float64, n) < \
+        np.fromiter((s.free_memory_bytes for s in states), np.float64, n)
+    watched = np.fromiter((p.battery_capacity_j is not None and s.battery_fraction is not None and not s.charging
+                           for p, s in zip(profiles, states)), bool, n)
+    passed = online & np.isfinite(download) & fits
+    if watched.any():
+        rows = np.flatnonzero(watched).tolist()
+        fraction = np.array([states[i].battery_fraction for i in rows], dtype=np.float64)
+        capacity = np.array([profiles[i].battery_capacity_j for i in rows], dtype=np.float64)
+        energy = np.array([costs[i].energy_j for i in rows], dtype=np.float64)
+        passed[rows] &= energy <= (fraction - BATTERY_RESERVE) * capacity  # _battery_exhausted_at's test
+    endings: list[Ending | None] = [None] * n
+    for i in np.flatnonzero(~passed).tolist():
+        endings[i] = dispatch_ending(plans[i], profiles[i], states[i], costs[i], now_s[i])
+    return endings
 
 
 def _battery_exhausted_at(profile: DeviceProfile, state: DeviceState, cost: TaskCost,

@@ -11,12 +11,13 @@ of every local epoch from its state then (:mod:`fedfit.simulation.adaptive`); it
 the task (``FailureCause.DECLINED``, with the reason) and an epoch whose peak exceeds free
 memory still crashes out of memory. Without one, a fixed plan is judged once at dispatch: the
 tasks dispatched until the fleet is next read are priced together
-(:mod:`fedfit.cost.task_costs`) and judged by :mod:`fedfit.simulation.endings`.
+(:mod:`fedfit.cost.task_costs`) and judged together by :mod:`fedfit.simulation.endings`. Every
+decided task waits in the event queue as one :class:`~fedfit.simulation.in_flight.InFlight`; its
+:class:`~fedfit.types.TaskResult` is built once, when it pops.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -30,18 +31,15 @@ from fedfit.cost.task_costs import task_costs
 from fedfit.cost.technique_work import plan_payload_bytes
 from fedfit.simulation.adaptive import EpochAdapter, EpochSchedule, schedule_epochs
 from fedfit.simulation.clock import EventQueue
-from fedfit.simulation.endings import adapted_ending, dispatch_ending
-from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
-from fedfit.simulation.executors import Executor, Handle
-from fedfit.simulation.workload import TrainTask
-from fedfit.types import (
-    DeviceProfile, DeviceState, Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update,
+from fedfit.simulation.endings import adapted_ending, dispatch_ending, dispatch_endings
+from fedfit.simulation.in_flight import FleetState as FleetState, PendingTask as PendingTask  # re-exported
+from fedfit.simulation.in_flight import (
+    InFlight, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
 )
-
-def payload_bytes(params: Params) -> int:
-    """Bytes of a parameter payload as sent on the wire (raw tensor bytes)."""
-    return sum(t.numel() * t.element_size() for t in params.values())
-
+from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
+from fedfit.simulation.executors import Executor
+from fedfit.simulation.workload import TrainTask
+from fedfit.types import DeviceProfile, DeviceState, Params, TaskCost, TaskResult, TrainPlan
 
 class StateTrace(Protocol):
     """Anything that tells a device's state at a virtual time (generated or CSV traces)."""
@@ -51,34 +49,6 @@ class StateTrace(Protocol):
 
 #: Measured model cost at a width: ``costs(width) -> ModelCost``.
 CostTable = Callable[[float], ModelCost]
-
-
-@dataclasses.dataclass(frozen=True)
-class PendingTask:
-    """A task in flight (as the event queue and a checkpoint hold it).
-
-    Attributes:
-        at_s: virtual time its result arrives.
-        result: its decided ending (a success's outcome is filled in when it arrives).
-        task: what the device trains, for a success (re-submitted on restore); ``None``: a failure.
-    """
-
-    at_s: float
-    result: TaskResult
-    task: TrainTask | None
-
-
-@dataclasses.dataclass(frozen=True)
-class FleetState:
-    """Everything a :class:`SimulatedFleet` holds between events (traces are fixed by the seed).
-
-    Attributes:
-        consumed_j: energy each device has spent on fedfit tasks so far.
-        pending: tasks in flight, in the order their results arrive.
-    """
-
-    consumed_j: tuple[float, ...]
-    pending: tuple[PendingTask, ...]
 
 
 class SimulatedFleet:
@@ -106,11 +76,11 @@ class SimulatedFleet:
         self._costs, self._memory, self._executor = costs, memory, executor
         self._adapter, self._examples_at = adapter, examples_at
         self._consumed_j = [0.0] * len(self._profiles)
-        self._queue: EventQueue[tuple[PendingTask, Handle | None]] = EventQueue()
+        self._queue: EventQueue[InFlight] = EventQueue()
         self._busy: set[int] = set()
         # The trace states (before consumption) of the last batch of snapshots, and their time.
         self._snapshots: tuple[float, dict[int, DeviceState]] = (-1.0, {})
-        self._waiting: list[Dispatched] = []  # dispatched, not yet finished (see _flush)
+        self._waiting: list[Dispatched] = []  # dispatched and judged (adapting devices), not yet finished
         self._unpriced: list[tuple[TrainPlan, DeviceState, Params, float]] = []  # dispatched, cost not yet known
         self._waiting_ids: set[int] = set()
 
@@ -178,58 +148,58 @@ class SimulatedFleet:
 
         A task's cost and how it ends depend only on its plan and its device's state at dispatch,
         so the tasks dispatched since the fleet was last read are priced together
-        (:func:`~fedfit.cost.task_costs.task_costs`) and their mid-task offline checks asked of
-        the traces together, in dispatch order."""
+        (:func:`~fedfit.cost.task_costs.task_costs`), judged together
+        (:func:`~fedfit.simulation.endings.dispatch_endings`) and their mid-task offline checks
+        asked of the traces together, in dispatch order."""
         if self._unpriced:
-            self._price()
-        if not self._waiting:
-            return
-        waiting, self._waiting, self._waiting_ids = self._waiting, [], set()
-        checks = [(w.plan.device_id, w.now_s, w.now_s + w.cost.duration_s) for w in waiting if w.ending is None]
-        offline = iter(offline_during_many(self._online_many, checks))
-        self._finish([w.ending if w.ending is not None else after_check(w, next(offline)) for w in waiting], waiting)
+            plans, states, params, now_s = self._take_unpriced()
+            profiles = [self._profiles[plan.device_id] for plan in plans]
+            costs = self._task_costs(plans, profiles, states, [self._examples[p.device_id] for p in plans],
+                                     payload_sizes(params))
+            self._finish(plans, profiles, states, costs, params, now_s,
+                         dispatch_endings(plans, profiles, states, costs, now_s))
+        if self._waiting:
+            w, self._waiting = self._waiting, []
+            self._finish([d.plan for d in w], [d.profile for d in w], [d.state for d in w], [d.cost for d in w],
+                         [d.params for d in w], [d.now_s for d in w], [d.ending for d in w])
+        if self._waiting_ids:
+            self._waiting_ids = set()
 
-    def _price(self) -> None:
-        """Turn the dispatches not yet priced into waiting tasks (their cost and dispatch checks)."""
+    def _take_unpriced(self) -> tuple[list[TrainPlan], list[DeviceState], list[Params], list[float]]:
         unpriced, self._unpriced = self._unpriced, []
-        profiles = [self._profiles[plan.device_id] for plan, _, _, _ in unpriced]
-        sizes: dict[tuple[int, ...], int] = {}  # tasks often hold the same tensors (the whole model)
-        payloads = []
-        for _, _, params, _ in unpriced:  # every params is held until priced: its tensors' ids are theirs
-            key = tuple(map(id, params.values()))
-            size = sizes.get(key)
-            payloads.append(sizes.setdefault(key, payload_bytes(params)) if size is None else size)
-        costs = self._task_costs([u[0] for u in unpriced], profiles, [u[1] for u in unpriced],
-                                 [self._examples[u[0].device_id] for u in unpriced], payloads)
-        for (plan, state, params, now_s), profile, cost in zip(unpriced, profiles, costs):
-            ending = dispatch_ending(plan, profile, state, cost, now_s)
-            self._waiting.append(Dispatched(plan, profile, state, cost, params, now_s, ending))
+        return [u[0] for u in unpriced], [u[1] for u in unpriced], [u[2] for u in unpriced], [u[3] for u in unpriced]
 
     def _task_costs(self, plans: list[TrainPlan], profiles: list[DeviceProfile], states: list[DeviceState],
                     examples: list[int], payloads: list[int]) -> list[TaskCost]:
         return task_costs(plans, profiles, states, self._costs, self._memory, examples, payloads)
 
-    def _finish(self, endings: list[Ending], waiting: list[Dispatched]) -> None:
-        """Spend each task's energy, start training the successes and schedule every result
-        (:meth:`_enqueue`'s steps, inlined: a round finishes one task per invited device)."""
-        consumed, busy, push, submit = self._consumed_j, self._busy, self._queue.push, self._executor.submit
-        for (finish_s, failure, spent_j), (plan, profile, state, cost, params, now_s, _) in zip(endings, waiting):
-            device = plan.device_id
-            consumed[device] += spent_j
-            task: TrainTask | None = None
-            handle: Handle | None = None
+    def _finish(self, plans: list[TrainPlan], profiles: list[DeviceProfile], states: list[DeviceState],
+                costs: list[TaskCost], params: list[Params], now_s: list[float],
+                endings: list[Ending | None]) -> None:
+        """Check the tasks that passed their dispatch checks mid-task (together), spend each
+        task's energy, start training the successes and queue every task in dispatch order."""
+        looks = [i for i, ending in enumerate(endings) if ending is None]
+        offline = offline_during_many(self._online_many, [(plans[i].device_id, now_s[i], now_s[i] + costs[i].duration_s)
+                                                          for i in looks])
+        for i, at in zip(looks, offline):
+            endings[i] = after_check(plans[i], costs[i], now_s[i], at)
+        consumed, submit = self._consumed_j, self._executor.submit
+        items: list[InFlight] = []
+        for plan, profile, state, cost, param, start_s, ending in zip(plans, profiles, states, costs, params, now_s,
+                                                                      endings):
+            assert ending is not None
+            finish_s, failure, spent_j = ending
+            consumed[plan.device_id] += spent_j
             if failure is None:
-                task = TrainTask(plan, params, now_s)
-                handle = submit(task)
-                # A success's outcome is filled with the trained Update when the event pops.
-                outcome: Update | Failure = Failure(device, plan.round, FailureCause.REJECTED, "pending")
+                task = TrainTask(plan, param, start_s)
+                items.append(InFlight(plan, profile.tier, start_s, finish_s, None, cost, state.free_memory_bytes, task,
+                                      submit(task)))
             else:  # report what was actually spent and sent
-                sent_down = cost.bytes_down if finish_s > now_s else 0
-                cost = dataclasses.replace(cost, energy_j=spent_j, bytes_down=sent_down, bytes_up=0)
-                outcome = failure
-            result = TaskResult(plan, profile.tier, now_s, finish_s, outcome, cost, state.free_memory_bytes)
-            busy.add(device)
-            push(finish_s, (PendingTask(finish_s, result, task), handle))
+                spent = failed_cost(cost, spent_j, cost.bytes_down if finish_s > start_s else 0)
+                items.append(InFlight(plan, profile.tier, start_s, finish_s, failure, spent, state.free_memory_bytes,
+                                      None, None))
+        self._busy.update([plan.device_id for plan in plans])
+        self._queue.push_many([item.finish_s for item in items], items)
 
     def _online_many(self, devices: list[int], times: list[float]) -> list[bool]:
         if isinstance(self._traces, LazyTraces):
@@ -240,7 +210,7 @@ class SimulatedFleet:
         """Mark the device busy, start training a success's task and schedule its result."""
         handle = None if pending.task is None else self._executor.submit(pending.task)
         self._busy.add(pending.result.plan.device_id)
-        self._queue.push(pending.at_s, (pending, handle))
+        self._queue.push(pending.at_s, in_flight_of(pending, handle))
 
     def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
         """The plan's modelled cost; ``size`` is the raw payload sent (techniques may shrink it)."""
@@ -271,13 +241,9 @@ class SimulatedFleet:
         self._flush()
         if not self._queue:
             return None
-        _, (pending, handle) = self._queue.pop()
-        self._busy.discard(pending.result.plan.device_id)
-        if handle is None:
-            return pending.result
-        r = pending.result  # TaskResult(...) directly: dataclasses.replace costs 3x as much
-        return TaskResult(plan=r.plan, tier=r.tier, start_s=r.start_s, finish_s=r.finish_s, outcome=handle.result(),
-                          cost=r.cost, free_memory_bytes=r.free_memory_bytes)
+        item = self._queue.pop()[1]
+        self._busy.discard(item.plan.device_id)
+        return result_of(item, None if item.handle is None else item.handle.result())
 
     def next_results(self, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
         """:func:`~fedfit.orchestration.contract.due_results` in one call: every due result popped
@@ -285,20 +251,16 @@ class SimulatedFleet:
         is a pure function of the task), so the results are ``next_result``'s, while the queue's
         bookkeeping runs back to back instead of after each training step (out of the caches)."""
         self._flush()
-        queue, busy = self._queue, self._busy
-        popped: list[tuple[TaskResult, Handle | None]] = []
+        pop_due, busy = self._queue.pop_due, self._busy
+        popped: list[InFlight] = []
         successes = 0
-        while successes < wanted and (t := queue.peek_time()) is not None and t <= until_s:
-            pending, handle = queue.pop()[1]
-            r = pending.result
-            busy.discard(r.plan.device_id)
-            popped.append((r, handle))
-            if handle is not None:
-                successes += r.plan.round == round_
-        updates = [None if handle is None else handle.result() for _, handle in popped]
-        return [r if u is None else TaskResult(plan=r.plan, tier=r.tier, start_s=r.start_s, finish_s=r.finish_s,
-                                               outcome=u, cost=r.cost, free_memory_bytes=r.free_memory_bytes)
-                for (r, _), u in zip(popped, updates)]
+        while successes < wanted and (item := pop_due(until_s)) is not None:
+            busy.discard(item.plan.device_id)
+            popped.append(item)
+            if item.handle is not None:
+                successes += item.plan.round == round_
+        updates = [None if item.handle is None else item.handle.result() for item in popped]
+        return [result_of(item, update) for item, update in zip(popped, updates)]
 
     def peek_time(self) -> float | None:
         self._flush()
@@ -307,7 +269,7 @@ class SimulatedFleet:
     def state(self) -> FleetState:
         """The fleet's state now, for a checkpoint (training in flight is not waited for)."""
         self._flush()
-        return FleetState(tuple(self._consumed_j), tuple(p for _, (p, _) in self._queue.items()))
+        return FleetState(tuple(self._consumed_j), tuple(pending_of(at_s, item) for at_s, item in self._queue.items()))
 
     def restore(self, state: FleetState) -> None:
         """Continue from ``state``: tasks in flight are cancelled and ``state``'s re-submitted.
@@ -325,10 +287,10 @@ class SimulatedFleet:
     def cancel_pending(self) -> list[TrainPlan]:
         self._flush()
         plans = []
-        for pending, handle in self._queue.drain():
-            if handle is not None:
-                handle.cancel()
-            self._busy.discard(pending.result.plan.device_id)
-            plans.append(pending.result.plan)
+        for item in self._queue.drain():
+            if item.handle is not None:
+                item.handle.cancel()
+            self._busy.discard(item.plan.device_id)
+            plans.append(item.plan)
         return plans
 

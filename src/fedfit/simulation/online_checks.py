@@ -37,13 +37,13 @@ class Dispatched(NamedTuple):
     ending: Ending | None
 
 
-def after_check(w: Dispatched, offline_at: float | None) -> Ending:
-    """How a task that passed its dispatch checks ends, given when its device went offline."""
-    cost, now_s = w.cost, w.now_s
+def after_check(plan: TrainPlan, cost: TaskCost, now_s: float, offline_at: float | None) -> Ending:
+    """How a task dispatched at ``now_s`` that passed its dispatch checks ends, given when its
+    device went offline (``None``: it stayed online)."""
     if offline_at is not None:
         share = (offline_at - now_s) / max(cost.duration_s, 1e-9)
         detail = "went offline mid-task"
-        return offline_at, Failure(w.plan.device_id, w.plan.round, FailureCause.OFFLINE, detail), cost.energy_j * share
+        return offline_at, Failure(plan.device_id, plan.round, FailureCause.OFFLINE, detail), cost.energy_j * share
     return now_s + cost.duration_s, None, cost.energy_j
 
 

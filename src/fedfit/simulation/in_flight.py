@@ -1,0 +1,123 @@
+"""Tasks in flight in the simulated fleet: its event queue's items, and their checkpoint form.
+
+A dispatched task whose ending is decided becomes one :class:`InFlight` in the fleet's event
+queue, holding its result's fields; the :class:`~fedfit.types.TaskResult` is built once, when
+the event pops (a success's outcome is the trained update only then). A checkpoint holds the
+queue as :class:`PendingTask` s (:func:`pending_of`; a success's outcome there is a placeholder
+failure, since its update is not known yet), and a restored one is queued again
+(:func:`in_flight_of`), so a checkpoint's bytes do not depend on how the queue holds its items.
+
+>>> from fedfit.types import TaskCost, TrainPlan
+>>> cost = TaskCost(1.0, 2.0, 1.0, 3.0, 100, 10, 10, 5.0)
+>>> lost = InFlight(TrainPlan(7, 2, 16), "watch", 0.0, 1.0, Failure(7, 2, FailureCause.OFFLINE), cost, 512, None, None)
+>>> in_flight_of(pending_of(1.0, lost), None) == lost
+True
+>>> result_of(lost, None).outcome.cause.value
+'offline'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+from fedfit.simulation.executors import Handle
+from fedfit.simulation.workload import TrainTask
+from fedfit.types import Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update
+
+#: The outcome a checkpoint holds for a success still training (its update is not known yet).
+PLACEHOLDER_DETAIL = "pending"
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingTask:
+    """A task in flight (as the event queue and a checkpoint hold it).
+
+    Attributes:
+        at_s: virtual time its result arrives.
+        result: its decided ending (a success's outcome is filled in when it arrives).
+        task: what the device trains, for a success (re-submitted on restore); ``None``: a failure.
+    """
+
+    at_s: float
+    result: TaskResult
+    task: TrainTask | None
+
+
+@dataclasses.dataclass(frozen=True)
+class FleetState:
+    """Everything a :class:`~fedfit.simulation.fleet.SimulatedFleet` holds between events
+    (traces are fixed by the seed).
+
+    Attributes:
+        consumed_j: energy each device has spent on fedfit tasks so far.
+        pending: tasks in flight, in the order their results arrive.
+    """
+
+    consumed_j: tuple[float, ...]
+    pending: tuple[PendingTask, ...]
+
+
+class InFlight(NamedTuple):
+    """A task in the event queue: its result's fields, and for a success (``failure`` ``None``)
+    the task and its training handle. A named tuple: a round queues one per invited device."""
+
+    plan: TrainPlan
+    tier: str
+    start_s: float
+    finish_s: float
+    failure: Failure | None
+    cost: TaskCost
+    free_memory_bytes: int
+    task: TrainTask | None
+    handle: Handle | None
+
+
+def result_of(item: InFlight, update: Update | None) -> TaskResult:
+    """The event's result: a failure as decided, a success with its trained ``update``."""
+    outcome = item.failure if update is None else update
+    assert outcome is not None, "a success's result needs its update"
+    return TaskResult(item.plan, item.tier, item.start_s, item.finish_s, outcome, item.cost, item.free_memory_bytes)
+
+
+def pending_of(at_s: float, item: InFlight) -> PendingTask:
+    """``item`` due at ``at_s`` as a checkpoint holds it."""
+    plan = item.plan
+    outcome = item.failure or Failure(plan.device_id, plan.round, FailureCause.REJECTED, PLACEHOLDER_DETAIL)
+    return PendingTask(at_s, TaskResult(plan, item.tier, item.start_s, item.finish_s, outcome, item.cost,
+                                        item.free_memory_bytes), item.task)
+
+
+def in_flight_of(pending: PendingTask, handle: Handle | None) -> InFlight:
+    """A checkpoint's task queued again; ``handle``: its training, re-submitted (a success)."""
+    r = pending.result
+    failure = None if pending.task is not None else r.outcome
+    assert failure is None or isinstance(failure, Failure), "a pending failure holds its Failure"
+    return InFlight(r.plan, r.tier, r.start_s, r.finish_s, failure, r.cost, r.free_memory_bytes, pending.task, handle)
+
+
+def failed_cost(cost: TaskCost, spent_j: float, sent_down: int) -> TaskCost:
+    """What a failed task actually spent and sent: ``cost`` with its energy, the bytes it
+    downloaded and nothing uploaded (the constructor directly: ``dataclasses.replace`` costs
+    three times as much)."""
+    return TaskCost(download_s=cost.download_s, compute_s=cost.compute_s, upload_s=cost.upload_s, energy_j=spent_j,
+                    peak_memory_bytes=cost.peak_memory_bytes, bytes_down=sent_down, bytes_up=0, flops=cost.flops,
+                    edge_compute_s=cost.edge_compute_s)
+
+
+def payload_bytes(params: Params) -> int:
+    """Bytes of a parameter payload as sent on the wire (raw tensor bytes)."""
+    return sum(t.numel() * t.element_size() for t in params.values())
+
+
+def payload_sizes(params: list[Params]) -> list[int]:
+    """:func:`payload_bytes` of each of the payloads of tasks not yet priced. Tasks often hold the
+    same tensors (the whole model), and a task holds its payload until priced, so tensors' ids
+    name them meanwhile: each distinct set of tensors is sized once."""
+    sizes: dict[tuple[int, ...], int] = {}
+    found = []
+    for p in params:
+        key = tuple(map(id, p.values()))
+        size = sizes.get(key)
+        found.append(sizes.setdefault(key, payload_bytes(p)) if size is None else size)
+    return found

@@ -1,0 +1,90 @@
+"""The fleet's queued tasks: checkpoint round trips, the failed task's cost, the event queue's batch push."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import torch
+
+from fedfit.simulation.clock import EventQueue
+from fedfit.simulation.in_flight import (
+    InFlight, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+)
+from fedfit.simulation.workload import TrainTask
+from fedfit.types import Failure, FailureCause, TaskCost, TrainPlan, Update
+
+COST = TaskCost(1.0, 2.0, 3.0, 4.0, 5, 6, 7, 8.0, 9.0)
+PLAN = TrainPlan(4, 2, 16)
+UPDATE = Update(4, 2, {}, 10, 10, 1, 16, 1, 0.5)
+
+
+class _Handle:
+    def result(self) -> Update:
+        return UPDATE
+
+    def cancel(self) -> bool:
+        return True
+
+
+def test_success_round_trips_through_a_checkpoint_with_a_placeholder() -> None:
+    task = TrainTask(PLAN, {}, 10.0)
+    item = InFlight(PLAN, "phone", 10.0, 16.0, None, COST, 2**30, task, _Handle())
+    pending = pending_of(16.0, item)
+    assert pending.at_s == 16.0 and pending.task is task
+    assert pending.result.outcome == Failure(4, 2, FailureCause.REJECTED, "pending")
+    handle = _Handle()
+    assert in_flight_of(pending, handle) == item._replace(handle=handle)
+    result = result_of(item, UPDATE)
+    assert (result.plan, result.tier, result.start_s, result.finish_s, result.outcome, result.cost,
+            result.free_memory_bytes) == (PLAN, "phone", 10.0, 16.0, UPDATE, COST, 2**30)
+
+
+def test_failure_round_trips_and_keeps_its_cause() -> None:
+    failure = Failure(4, 2, FailureCause.BATTERY, "battery at reserve")
+    item = InFlight(PLAN, "phone", 10.0, 12.5, failure, COST, 2**30, None, None)
+    pending = pending_of(12.5, item)
+    assert pending.result.outcome is failure and pending.task is None
+    assert in_flight_of(pending, None) == item
+    assert result_of(item, None).outcome is failure
+
+
+def test_failed_cost_is_the_cost_with_what_was_spent_and_sent() -> None:
+    # every field set: a field added to TaskCost must be carried by failed_cost too
+    assert {f.name for f in dataclasses.fields(TaskCost)} == {
+        "download_s", "compute_s", "upload_s", "energy_j", "peak_memory_bytes", "bytes_down", "bytes_up", "flops",
+        "edge_compute_s"}
+    assert failed_cost(COST, 1.5, 0) == dataclasses.replace(COST, energy_j=1.5, bytes_down=0, bytes_up=0)
+    assert failed_cost(COST, 2.5, 6) == TaskCost(1.0, 2.0, 3.0, 2.5, 5, 6, 0, 8.0, 9.0)
+
+
+def test_payload_sizes_size_each_distinct_set_of_tensors() -> None:
+    shared = {"w": torch.zeros(3, 4), "b": torch.zeros(3)}
+    other = {"w": torch.zeros(2, dtype=torch.float64)}
+    assert payload_bytes(shared) == 60
+    assert payload_sizes([shared, other, shared]) == [60, 16, 60]
+
+
+def test_push_many_pops_as_pushes_one_by_one() -> None:
+    rng = random.Random(5)
+    for before in (0, 3, 200):  # into an empty, a short and a long queue
+        one, many = EventQueue[int](), EventQueue[int]()
+        first = [float(rng.randrange(20)) for _ in range(before)]
+        for i, t in enumerate(first):
+            one.push(t, i)
+            many.push(t, i)
+        times = [float(rng.randrange(20)) for _ in range(40)]  # ties: insertion order decides
+        for i, t in enumerate(times):
+            one.push(t, 1000 + i)
+        many.push_many(times, [1000 + i for i in range(len(times))])
+        one.push(5.0, -1)
+        many.push(5.0, -1)
+        assert [one.pop() for _ in range(len(one))] == [many.pop() for _ in range(len(many))]
+
+
+def test_pop_due_takes_only_events_due() -> None:
+    queue = EventQueue[str]()
+    queue.push_many([3.0, 1.0, 2.0], ["c", "a", "b"])
+    assert queue.pop_due(0.5) is None
+    assert [queue.pop_due(2.0), queue.pop_due(2.0), queue.pop_due(2.0)] == ["a", "b", None]
+    assert queue.pop_due(float("inf")) == "c" and queue.pop_due(float("inf")) is None
