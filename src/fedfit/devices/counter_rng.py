@@ -19,6 +19,11 @@ tuple hash and the finaliser in numpy's wrapping 64-bit integers), bit for bit:
 >>> import numpy as np
 >>> uniforms(1, np.array([2, 5]), 3).tolist() == [uniform(1, 2, 3), uniform(1, 5, 3)]
 True
+
+The transcendental functions the lazy traces need (:func:`logs`, :func:`exps`, :func:`cosines`)
+are numpy's ufuncs on contiguous float64 arrays, for one value (an array of one) as for many:
+numpy's vector loops may differ from :mod:`math` in the last place, so the scalar and batch
+paths both go through these, and agree by construction.
 """
 
 from __future__ import annotations
@@ -50,10 +55,29 @@ def uniform(*keys: int) -> float:
 
 
 def normal(*keys: int) -> float:
-    """A standard normal number fixed by ``keys`` (Box-Muller on two keyed uniforms)."""
-    u1 = 1.0 - uniform(*keys, 0)  # in (0, 1]
-    u2 = uniform(*keys, 1)
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    """A standard normal number fixed by ``keys`` (Box-Muller on two keyed uniforms, as :func:`normals`)."""
+    first, second = np.array([1.0 - uniform(*keys, 0)]), np.array([uniform(*keys, 1)])  # first in (0, 1]
+    return float(_box_muller(first, second)[0])
+
+
+def logs(x: npt.ArrayLike) -> FloatArray:
+    """Natural logarithm of each of ``x`` (a number gives an array of one)."""
+    return np.log(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def exps(x: npt.ArrayLike) -> FloatArray:
+    """``e`` to the power of each of ``x`` (a number gives an array of one)."""
+    return np.exp(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def cosines(x: npt.ArrayLike) -> FloatArray:
+    """Cosine of each of ``x``, in radians (a number gives an array of one)."""
+    return np.cos(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def _box_muller(first: FloatArray, second: FloatArray) -> FloatArray:
+    """Standard normals from uniforms ``first`` in (0, 1] and ``second`` in [0, 1), elementwise."""
+    return np.sqrt(-2.0 * logs(first)) * cosines(2.0 * math.pi * second)
 
 
 _S11, _S27, _S30, _S31, _S33 = (np.uint64(n) for n in (11, 27, 30, 31, 33))
@@ -112,9 +136,6 @@ def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
 
 
 def normals(*keys: Keys) -> FloatArray:
-    """``normal`` of each key tuple (the transcendental parts through :mod:`math`, as ``normal``)."""
+    """``normal`` of each key tuple."""
     first, second = 1.0 - uniforms(*keys, 0), uniforms(*keys, 1)
-    n = first.size  # sqrt and the products are correctly rounded in numpy as in math; log and cos via math
-    logs = np.fromiter(map(math.log, first.ravel().tolist()), dtype=np.float64, count=n)
-    cosines = np.fromiter(map(math.cos, (2.0 * math.pi * second).ravel().tolist()), dtype=np.float64, count=n)
-    return (np.sqrt(-2.0 * logs) * cosines).reshape(second.shape)
+    return _box_muller(first.ravel(), second.ravel()).reshape(second.shape)

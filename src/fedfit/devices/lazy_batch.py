@@ -3,12 +3,13 @@
 
 The same keyed draws (:func:`~fedfit.devices.counter_rng.uniforms`) and the same float
 operations in the same order as the scalar path, so every state equals the one
-``LazyTrace(profile, params, seed, device).state_at(t)`` gives, bit for bit. Devices of several
+``LazyTrace(profile, params, seed, device).state_at(t)`` gives, bit for bit: the arithmetic is
+correctly rounded in numpy as in Python, and the logarithms, exponentials and cosines of both
+paths are the same numpy functions on arrays (:func:`~fedfit.devices.counter_rng.logs`, ...). Devices of several
 tiers are computed in one pass when their tiers share a trace *shape* (:func:`shape_of`: the
 network and energy regimes, the radios, a battery or none): what differs between them (rates,
 ambient temperature, memory, the willing share's curve) is a value per row (:class:`Rows`).
-Only the logarithms and the per-value rounding the scalar path takes through :mod:`math` stay
-Python loops over floats. The battery is :mod:`fedfit.devices.lazy_batch_battery`.
+The battery is :mod:`fedfit.devices.lazy_batch_battery`.
 
 >>> from fedfit.devices.catalogue import tier
 >>> from fedfit.devices.lazy_trace import LazyTrace
@@ -34,6 +35,7 @@ from fedfit.devices.lazy_batch_battery import levels
 from fedfit.devices.lazy_battery import mean_app_share
 from fedfit.devices.lazy_trace import (
     _AVAILABILITY, _DEPOT, _HABITS, _HEAT, _LOWBAND_IN_COVERAGE, _MEMORY, _MOBILE_CDF, _NETWORK, LINK_BLOCK_S,
+    log_uniforms, willing_shares,
 )
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
 from fedfit.types import DeviceProfile, DeviceState, Link, Thermal
@@ -203,12 +205,10 @@ def _willing(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray
 
 
 def _willing_share(rows: Rows, hours: FloatArray) -> FloatArray:
-    """``generators._willing_share`` of each row's behaviour at its hour (cosines via :mod:`math`)."""
+    """``lazy_trace.willing_shares`` of each row's behaviour at its hour."""
     day = np.array([b.online_day for b in rows.behaviours])[rows.which]
     night = np.array([b.online_night for b in rows.behaviours])[rows.which]
-    angle = (2.0 * math.pi * (hours - 3.0) / 24.0).tolist()
-    cosines = np.fromiter(map(math.cos, angle), dtype=np.float64, count=len(angle))
-    return np.minimum(np.maximum(day + (night - day) * (1.0 + cosines) / 2.0, 0.01), 0.99)
+    return willing_shares(day, night, hours)
 
 
 def _link(rows: Rows, p: TraceParams, seed: int, ids: IntArray, t: FloatArray, offset_h: FloatArray,
@@ -233,13 +233,13 @@ def _link(rows: Rows, p: TraceParams, seed: int, ids: IntArray, t: FloatArray, o
         drawn = uniforms(seed, ids, _NETWORK, block, 1)
         for s, (_, bounds) in rules.items():
             if bounds is not None and (mask := states == s).any():
-                bps[mask] = _log_uniform(drawn[mask], bounds)
+                bps[mask] = log_uniforms(drawn[mask], bounds)
     if network == "vehicle" and Link.WIFI in radios:
         depot = _at_depot(p, seed, ids, t, offset_h)
         code = np.where(depot, gen.WIFI, code)
         if bandwidth and depot.any():
             depot_u = uniforms(seed, ids[depot], _NETWORK, _DEPOT, _floor(t[depot] / 86400.0) + 1)
-            bps[depot] = _log_uniform(depot_u, p.wifi_bps)
+            bps[depot] = log_uniforms(depot_u, p.wifi_bps)
     return code, bps
 
 
@@ -262,9 +262,3 @@ def _temperature(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatA
     stationary_sd = p.heat_noise_c / math.sqrt(1.0 - keep * keep) if keep < 1.0 else p.heat_noise_c
     return steady + stationary_sd * normals(seed, ids, _HEAT, _floor(t / p.step_s))
 
-
-def _log_uniform(u: FloatArray, bounds: tuple[float, float]) -> FloatArray:
-    """``lazy_trace._log_uniform`` of each of ``u`` (the sum and product in numpy, ``exp`` via :mod:`math`)."""
-    low = math.log(bounds[0])
-    exponents = (low + u * (math.log(bounds[1]) - low)).tolist()
-    return np.fromiter(map(math.exp, exponents), dtype=np.float64, count=len(exponents))

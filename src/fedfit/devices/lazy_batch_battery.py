@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from fedfit.devices.counter_rng import FloatArray, normals, uniforms
 from fedfit.devices.lazy_battery import (
-    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at,
+    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, reaction_steps, top_ups,
 )
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
@@ -165,24 +165,9 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
 
 def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The top-up session (start, end) each device plugs in for after its battery fell low at
-    ``low_at`` (``lazy_battery``'s geometric wait and plug length, the keyed draws together)."""
-    lows = low_at.tolist()
-    step = np.array([int(x // p.step_s) for x in lows], dtype=np.int64)
-    waits = _geometric_waits(p, uniforms(seed, ids, _BATTERY, _REACT, step, 2))
-    plugs = [x + w * p.step_s for x, w in zip(lows, waits)]
-    lo, hi = p.plugin_duration_s
-    lengths = uniforms(seed, ids, _BATTERY, _REACT, step).tolist()
-    return np.array(plugs), np.array([x + max(p.step_s, lo + (hi - lo) * u) for x, u in zip(plugs, lengths)])
-
-
-def _geometric_waits(p: TraceParams, drawn: FloatArray) -> list[int]:
-    """``lazy_battery._geometric_wait`` of each keyed uniform ``drawn``."""
-    chance = p.low_battery_plug_per_step
-    if chance >= 1.0:
-        return [1] * len(drawn)
-    if chance <= 0.0:
-        return [1 << 30] * len(drawn)
-    return [max(1, math.ceil(math.log(1.0 - u) / math.log(1.0 - chance))) for u in drawn.tolist()]
+    ``low_at`` (``lazy_battery.top_ups``, the keyed draws together)."""
+    step = reaction_steps(low_at, p)
+    return top_ups(low_at, uniforms(seed, ids, _BATTERY, _REACT, step, 2), uniforms(seed, ids, _BATTERY, _REACT, step), p)
 
 
 def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, p: TraceParams) -> FloatArray:
