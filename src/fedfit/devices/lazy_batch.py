@@ -131,23 +131,22 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
     online = _willing(params, rows, seed, ids, t, offset_h) & (code != gen.OFFLINE)
     level_of: list[float | None] = [None] * len(ids)
     charging: list[bool | None] = [None] * len(ids)
+    heating = np.zeros(len(ids), dtype=np.bool_)
     if rows.battery:
         level, charge = levels(params, rows, seed, ids, t, offset_h)
         level_of, charging = list(level.tolist()), list(charge.tolist())
         online &= level > 0
-    nightly = rows.battery and rows.energy == "nightly"
-    heating = np.array(charging, dtype=np.bool_) if nightly else np.zeros(len(ids), dtype=np.bool_)
+        if rows.energy == "nightly":
+            heating = charge
     heat = _temperature(params, rows, seed, ids, t, share, heating)
     temps = heat.tolist()
     levels_of = (Thermal.NOMINAL, Thermal.WARM, Thermal.HOT)  # traces.thermal_of, compared alike
-    thermals = [levels_of[c] for c in ((heat >= params.warm_c).astype(np.int64) + (heat >= params.hot_c)).tolist()]
-    free = np.floor(rows.memory * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).tolist()
+    thermals = map(levels_of.__getitem__, ((heat >= params.warm_c).astype(np.int64) + (heat >= params.hot_c)).tolist())
+    free = np.floor(rows.memory * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).astype(np.int64).tolist()
     cpu = np.minimum(1.0, 0.05 + 1.5 * share).tolist()
-    links = [gen.LINKS[c] for c in code.tolist()]
-    return [DeviceState(free_memory_bytes=int(free[i]), battery_fraction=level_of[i], charging=charging[i],
-                        temperature_c=temps[i], thermal=thermals[i], link=links[i],
-                        bandwidth_bps=b, online=o, cpu_utilisation=cpu[i])
-            for i, (b, o) in enumerate(zip(bps.tolist(), online.tolist()))]
+    links = map(gen.LINKS.__getitem__, code.tolist())
+    # positionally, in DeviceState's field order (a third cheaper than keywords per device)
+    return list(map(DeviceState, free, level_of, charging, temps, thermals, links, bps.tolist(), online.tolist(), cpu))
 
 
 def online_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TraceParams, seed: int, ids: IntArray,

@@ -44,15 +44,23 @@ def levels(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
 
 def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
               offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """``lazy_battery.sessions`` of every device for its ``t``'s day: session starts and ends, one
-    row per device in the order of the sorted ``(start, end)`` tuples, padded with infinities
-    (at least one column). The three days that matter are drawn together (a column each)."""
+    """``lazy_battery.sessions`` of every device for its ``t``'s day, less those that cannot
+    change its level at ``t``: session starts and ends, one row per device in the order of the
+    sorted ``(start, end)`` tuples, padded with infinities (at least one column). The three days
+    that matter are drawn together (a column each).
+
+    A session that ends by the anchor (the midnight ``battery_at`` plays from) is clamped to an
+    empty one there, which leaves the level, the time and the low-battery reaction as they were;
+    one that starts after ``t`` is never reached. Both are dropped (as infinities), so the
+    devices are played forward in as many passes as the most sessions any of them lives through."""
     day = _floor(t / DAY_S)
     days = np.stack([day - 2, day - 1, day], axis=1)
     starts, ends = _windows(p, rows, seed, ids, days, offset_h)
     if rows.energy == "nightly":
         plug_starts, plug_ends = _plugins(p, seed, ids, days)
         starts, ends = np.concatenate([starts, plug_starts], axis=1), np.concatenate([ends, plug_ends], axis=1)
+    unused = (ends <= ((day - 1) * DAY_S)[:, None]) | (starts > t[:, None])
+    starts, ends = np.where(unused, np.inf, starts), np.where(unused, np.inf, ends)
     none = np.full((len(ids), 1), np.inf)
     starts, ends = np.concatenate([starts, none], axis=1), np.concatenate([ends, none], axis=1)
     order = np.lexsort((ends, starts))  # along each row: by start, then end (tuple order)
