@@ -120,19 +120,25 @@ def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
                 continue
             acc += np.uint64(lane)
         else:
-            lanes = _array_lane(key) * _PRIME_2
-            acc = lanes + (np.uint64(acc) if isinstance(acc, int) else acc)
-        acc = (acc << _S31) | (acc >> _S33)
+            acc = _array_lane(key) * _PRIME_2 + (np.uint64(acc) if isinstance(acc, int) else acc)
+        high = acc >> _S33  # acc = rotate_left(acc, 31) * PRIME_1, in place (acc is this function's own)
+        acc <<= _S31
+        acc |= high
         acc *= _PRIME_1
     if isinstance(acc, int):
         return np.array(uniform(*(int(k) for k in keys)))
     acc += np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
     if bool((acc == np.uint64(_MASK)).any()):
         acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
-    z = (acc ^ (acc >> _S30)) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> _S27)) * np.uint64(0x94D049BB133111EB)
-    z ^= z >> _S31
-    return (z >> _S11).astype(np.float64) * (1.0 / (1 << 53))
+    acc ^= acc >> _S30  # the SplitMix64 finaliser, in place
+    acc *= np.uint64(0xBF58476D1CE4E5B9)
+    acc ^= acc >> _S27
+    acc *= np.uint64(0x94D049BB133111EB)
+    acc ^= acc >> _S31
+    acc >>= _S11
+    found = acc.astype(np.float64)
+    found *= 1.0 / (1 << 53)
+    return found
 
 
 def normals(*keys: Keys) -> FloatArray:

@@ -94,10 +94,11 @@ def rows_of(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePara
     if isinstance(profiles, DeviceProfile):
         distinct, which = [profiles], np.zeros(n, dtype=np.int64)
     else:
-        index: dict[int, int] = {}
-        found = [index.setdefault(id(p), len(index)) for p in profiles]
-        distinct = list({id(p): p for p in profiles}.values())
-        which = np.array(found, dtype=np.int64)
+        keys = list(map(id, profiles))
+        by_id = dict(zip(keys, profiles))  # in the order first seen
+        index = {k: i for i, k in enumerate(by_id)}
+        distinct = list(by_id.values())
+        which = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
     if not distinct:
         raise ValueError("no profiles given")
     if len({shape_of(p, params) for p in distinct}) > 1:
