@@ -131,16 +131,19 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
     drain, gain = rows.drain, rows.gain
     found, charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
     active, armed, scalar = np.ones(n, dtype=np.bool_), np.full(n, nightly), np.zeros(n, dtype=np.bool_)
-    at, every = np.zeros(n, dtype=np.int64), np.arange(n)
+    at, width = np.zeros(n, dtype=np.int64), starts.shape[1]
+    first, last = np.arange(n) * width, width - 1  # a row's flat index, and its last column
+    listed_starts, listed_ends = np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(ends).ravel()
     extra, extra_start, extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
         while active.any():
-            col = np.minimum(at, starts.shape[1] - 1)  # a finished device may point past its last
-            listed_start, listed_end = starts[every, col], ends[every, col]
-            sooner = (extra_start < listed_start) | ((extra_start == listed_start) & (extra_end < listed_end))
-            take_extra = extra & sooner  # the pending sessions' first, as sorted tuples
-            start = np.maximum(np.where(take_extra, extra_start, listed_start), now)
-            end = np.maximum(np.where(take_extra, extra_end, listed_end), now)
+            listed = first + np.minimum(at, last)  # a finished device may point past its last
+            start, end = listed_starts[listed], listed_ends[listed]
+            take_extra = extra.copy()
+            if extra.any():  # the pending sessions' first, as sorted tuples
+                take_extra &= (extra_start < start) | ((extra_start == start) & (extra_end < end))
+                start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
+            start, end = np.maximum(start, now), np.maximum(end, now)
             if nightly and rows.draining:
                 low_at = now + np.maximum(0.0, level - p.low_battery) / drain
                 hit = active & armed & (low_at < np.minimum(start, t))
@@ -160,11 +163,11 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
             found = np.where(before, np.maximum(0.0, level - drain * (t - now)), found)
             drained = np.maximum(0.0, level - drain * (start - now))
             within = moving & ~before & (t < end)
-            found, charging = np.where(within, _charged(drained, t - start, gain, p), found), charging | within
+            charged = _charged(drained, np.where(within, t, end) - start, gain, p)  # to t, or to the session's end
+            found, charging = np.where(within, charged, found), charging | within
             active &= ~(before | within)
             ended = moving & active
-            level = np.where(ended, _charged(drained, end - start, gain, p), level)
-            now, armed = np.where(ended, end, now), np.where(ended, nightly, armed)
+            level, now, armed = np.where(ended, charged, level), np.where(ended, end, now), np.where(ended, nightly, armed)
     for i in np.flatnonzero(scalar).tolist():
         found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, rows.behaviour(i),
                                            _planned(starts, ends, i), float(anchors[i]))
