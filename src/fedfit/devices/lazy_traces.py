@@ -29,10 +29,11 @@ from fedfit.devices.traces import DeviceTrace
 from fedfit.types import DeviceProfile, DeviceState
 
 #: Devices of one trace shape from which :meth:`LazyTraces.states_at` computes them together (a
-#: batch costs a fixed few ms of numpy passes; measured break-even ~90 devices, ``bench/scale.py states``).
-BATCH_FROM = 96
-#: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws).
-ONLINE_BATCH_FROM = 192
+#: batch costs a fixed 1.5-2.5 ms of numpy passes; measured break-even ~20 fresh devices).
+BATCH_FROM = 24
+#: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws;
+#: break-even ~40).
+ONLINE_BATCH_FROM = 48
 
 
 class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
