@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 import numpy as np
@@ -224,3 +225,18 @@ def test_batched_thermal_states_equal_scalar_ones_at_every_level() -> None:
 
     assert got == [LazyTrace(TIERS["smartwatch"], params, 1, int(d)).state_at(14 * 3600.0) for d in ids]
     assert {s.thermal for s in got} == {Thermal.NOMINAL, Thermal.WARM, Thermal.HOT}
+
+
+@pytest.mark.parametrize("mean", [0.0, 1.5, 6.0, 80.0])
+def test_poisson_counts_invert_the_poisson_cdf(mean: float) -> None:
+    from fedfit.devices.lazy_battery import poisson_counts
+
+    u = np.random.default_rng(int(mean)).random(4000)
+    got = poisson_counts(u, mean)
+
+    # the first k whose CDF (summed from the pmf e^-m m^k / k!) reaches u, capped at 50
+    cdf = np.cumsum([math.exp(-mean + k * math.log(mean) - math.lgamma(k + 1)) if mean > 0 else float(k == 0)
+                     for k in range(50)])
+    expected = np.minimum(np.searchsorted(cdf, u), 50)
+    assert (np.abs(got - expected) <= 1).all() and (got == expected).mean() > 0.999
+    assert got.mean() == pytest.approx(min(mean, 50.0), rel=0.1, abs=0.05)

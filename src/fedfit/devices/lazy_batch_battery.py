@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from fedfit.devices.counter_rng import FloatArray, normals, uniforms
 from fedfit.devices.lazy_battery import (
-    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, reaction_steps, top_ups,
+    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, poisson_counts, reaction_steps, top_ups,
 )
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
@@ -94,14 +94,7 @@ def _windows(p: TraceParams, rows: Rows, seed: int, ids: IntArray, days: IntArra
 def _plugins(p: TraceParams, seed: int, ids: IntArray, days: IntArray) -> tuple[FloatArray, FloatArray]:
     """Each device's Poisson top-ups of each of its ``days`` (count by inversion of the Poisson
     CDF): starts and ends, a row per device (infinities where it has fewer than the most)."""
-    u, mean = uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day
-    count, prob = np.zeros(days.shape, dtype=np.int64), math.exp(-mean)
-    cdf, n = prob, 0
-    while n < 50 and bool((u > cdf).any()):  # the scalar loop's steps, taken by every device still above
-        n += 1
-        count = np.where(u > cdf, n, count)
-        prob *= mean / n
-        cdf += prob
+    count = poisson_counts(uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day)
     counts = count.ravel()  # row-major: device by device, its days in order
     total = int(counts.sum())
     who, day = np.repeat(np.repeat(ids, days.shape[1]), counts), np.repeat(days.ravel(), counts)

@@ -16,6 +16,7 @@ previous midnight reset it to full (rare: a bedtime session most nights charges 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -57,18 +58,31 @@ def _plug_length_s(*keys: int, params: TraceParams) -> float:
 
 def _random_plugins(key: tuple[int, ...], day: int, params: TraceParams) -> list[tuple[float, float]]:
     """The day's Poisson top-up sessions (count by inversion of the Poisson CDF)."""
-    u, mean = uniform(*key, _PLUGIN, day, -1), params.plugins_per_day
-    count, p = 0, math.exp(-mean)
-    cdf = p
-    while u > cdf and count < 50:
-        count += 1
-        p *= mean / count
-        cdf += p
+    count = int(poisson_counts(np.array([uniform(*key, _PLUGIN, day, -1)]), params.plugins_per_day)[0])
     sessions = []
     for i in range(count):
         start = (day + uniform(*key, _PLUGIN, day, i)) * DAY_S
         sessions.append((start, start + _plug_length_s(*key, _PLUGIN, day, i, 1, params=params)))
     return sessions
+
+
+def poisson_counts(u: FloatArray, mean: float) -> npt.NDArray[np.int64]:
+    """Poisson(``mean``) counts by inversion of its CDF at uniforms ``u`` (any shape): for each,
+    the first count (at most 50) whose CDF reaches it (the scalar and batch paths' one formula)."""
+    return np.searchsorted(_poisson_cdf(mean), u, side="left").astype(np.int64)
+
+
+@functools.lru_cache(maxsize=16)
+def _poisson_cdf(mean: float) -> FloatArray:
+    """The Poisson(``mean``) CDF at 0, 1, ..., 49 (summed term by term, as the inversion's loop did)."""
+    prob = math.exp(-mean)
+    cdf = [prob]
+    for n in range(1, 50):
+        prob *= mean / n
+        cdf.append(cdf[-1] + prob)
+    table = np.array(cdf)
+    table.flags.writeable = False
+    return table
 
 
 def sessions(key: tuple[int, ...], day: int, params: TraceParams, behaviour: TierBehaviour,
