@@ -74,6 +74,10 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
     return LocalExecutor(workload)
 
 
+#: Python's youngest-generation collection threshold (allocations) for fleets above ``LAZY_TRACES_ABOVE``.
+BIG_FLEET_GC_THRESHOLD = 20_000
+
+
 def build(config: ExperimentConfig, sources: UserSources | None = None,
           resolved: Resolved | None = None) -> Experiment:
     """Build every object of an experiment from its config (and the user's model and data).
@@ -113,6 +117,9 @@ def build(config: ExperimentConfig, sources: UserSources | None = None,
         # cyclic collector's scans, which would otherwise make every round's full collections
         # cost O(fleet).
         gc.freeze()
+        # A round's thousands of short-lived containers (states, plans, results) would trigger a
+        # young collection every 700 allocations; most die by reference counting before a rarer one.
+        gc.set_threshold(max(gc.get_threshold()[0], BIG_FLEET_GC_THRESHOLD), *gc.get_threshold()[1:])
     return Experiment(config, workload, fleet, driven, executor, initial, spec, submodels, planner, registry,
                       auto=resolved.decision, stream=stream, reviser=reviser)
 

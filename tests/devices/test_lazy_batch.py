@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 import numpy as np
@@ -58,13 +59,43 @@ def test_array_log_uniforms_and_willing_shares_equal_the_scalar_functions() -> N
     rng = random.Random(4)
     u = [0.0, 1.0 - 2.0**-53, 0.5] + [rng.random() for _ in range(2000)]
     for bounds in ((1.0e5, 2.0e7), (3.0, 3.0), (2.5e4, 1.0e9)):
-        assert lazy_batch._log_uniform(np.array(u), bounds).tolist() == [lazy_trace._log_uniform(x, bounds) for x in u]
+        batched = lazy_trace.log_uniforms(np.array(u), bounds).tolist()
+        assert batched == [lazy_trace._log_uniform(x, bounds) for x in u]
+        assert batched == pytest.approx([bounds[0] * (bounds[1] / bounds[0]) ** x for x in u], rel=1e-12)
     params = TraceParams()
     profiles = [TIERS[n] for n in ("flagship_phone", "midrange_phone", "older_phone")] * 700
     rows = lazy_batch.rows_of(profiles, params, len(profiles))
     hours = [rng.uniform(-30.0, 80.0) for _ in profiles]
-    expected = [generators._willing_share(params.behaviour(p.tier), h) for p, h in zip(profiles, hours)]
-    assert lazy_batch._willing_share(rows, np.array(hours)).tolist() == expected
+    got = lazy_batch._willing_share(rows, np.array(hours)).tolist()
+    one_by_one = [lazy_trace.willing_shares(np.array([params.behaviour(p.tier).online_day]),
+                                            np.array([params.behaviour(p.tier).online_night]), np.array([h]))[0]
+                  for p, h in zip(profiles, hours)]
+    assert got == one_by_one
+    # the array generator's curve (math.cos), to the last few places
+    assert got == pytest.approx([generators._willing_share(params.behaviour(p.tier), h)
+                                 for p, h in zip(profiles, hours)], rel=1e-14, abs=1e-15)
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 1000])
+def test_transcendentals_of_one_value_equal_those_of_many_at_any_batch_size(size: int) -> None:
+    # numpy's vector loops may differ from math in the last place; both paths take these
+    # functions on arrays, so a value must not depend on how many are computed with it
+    x = np.random.default_rng(size).uniform(1e-9, 40.0, size)
+    for f in (counter_rng.logs, counter_rng.exps, counter_rng.cosines):
+        assert f(x).tolist() == [float(f(v)[0]) for v in x.tolist()]
+        assert f(x[::-1]).tolist() == f(x).tolist()[::-1]
+    ids = np.random.default_rng(size).integers(0, 2**40, size)
+    assert normals(3, ids, 5).tolist() == [normal(3, int(d), 5) for d in ids]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 1000])
+@pytest.mark.parametrize("name", ["older_phone", "vehicle_computer", "smartwatch"])
+def test_batched_states_equal_scalar_states_at_any_batch_size(size: int, name: str) -> None:
+    params = dataclasses.replace(TraceParams(), low_battery=0.5, low_battery_plug_per_step=0.05)  # reactions
+    ids = np.random.default_rng(size).integers(0, 1_000_000, size)
+    for t in (5 * 3600.0, 86400.0 + 20 * 3600.0):
+        expected = [LazyTrace(TIERS[name], params, 2, int(d)).state_at(t) for d in ids]
+        assert states_at(TIERS[name], params, 2, ids, t) == expected
 
 
 @pytest.mark.parametrize("name", sorted(TIERS))
@@ -194,3 +225,18 @@ def test_batched_thermal_states_equal_scalar_ones_at_every_level() -> None:
 
     assert got == [LazyTrace(TIERS["smartwatch"], params, 1, int(d)).state_at(14 * 3600.0) for d in ids]
     assert {s.thermal for s in got} == {Thermal.NOMINAL, Thermal.WARM, Thermal.HOT}
+
+
+@pytest.mark.parametrize("mean", [0.0, 1.5, 6.0, 80.0])
+def test_poisson_counts_invert_the_poisson_cdf(mean: float) -> None:
+    from fedfit.devices.lazy_battery import poisson_counts
+
+    u = np.random.default_rng(int(mean)).random(4000)
+    got = poisson_counts(u, mean)
+
+    # the first k whose CDF (summed from the pmf e^-m m^k / k!) reaches u, capped at 50
+    cdf = np.cumsum([math.exp(-mean + k * math.log(mean) - math.lgamma(k + 1)) if mean > 0 else float(k == 0)
+                     for k in range(50)])
+    expected = np.minimum(np.searchsorted(cdf, u), 50)
+    assert (np.abs(got - expected) <= 1).all() and (got == expected).mean() > 0.999
+    assert got.mean() == pytest.approx(min(mean, 50.0), rel=0.1, abs=0.05)

@@ -116,3 +116,26 @@ def test_ids_that_stop_being_their_rows_are_indexed_and_still_found() -> None:
         registry.add(7, tier("smartwatch"))
     with pytest.raises(KeyError, match="unknown device 3"):
         registry.profile(3)
+
+
+def test_a_fleet_numbered_in_order_reports_together_as_one_by_one_and_rejects_unknown_ids() -> None:
+    # ids 0, 1, 2, ... are their own rows: looked up as one array, not one by one
+    rng, batched, single = random.Random(5), Registry(), Registry()
+    for d in range(40):
+        batched.add(d, tier("smartwatch"))
+        single.add(d, tier("smartwatch"))
+    ids = [int(d) for d in np.random.default_rng(5).permutation(40)[:25]]
+    states = [_state(rng) for _ in ids]
+
+    batched.report_states(np.array(ids).tolist(), states, 30.0)
+    for d, s in zip(ids, states):
+        single.report_state(d, s, 30.0)
+
+    assert batched.entries() == single.entries()
+    a, b = batched.hot_states(np.arange(40).tolist()), single.hot_states(list(range(40)))
+    for name in a.__slots__:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    for unknown in (40, -1):
+        with pytest.raises(KeyError, match=f"unknown device {unknown}"):
+            batched.report_states([3, unknown], states[:2], 60.0)
+    assert batched.last_report_s(3) == (30.0 if 3 in ids else None)  # nothing written

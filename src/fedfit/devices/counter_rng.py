@@ -19,6 +19,11 @@ tuple hash and the finaliser in numpy's wrapping 64-bit integers), bit for bit:
 >>> import numpy as np
 >>> uniforms(1, np.array([2, 5]), 3).tolist() == [uniform(1, 2, 3), uniform(1, 5, 3)]
 True
+
+The transcendental functions the lazy traces need (:func:`logs`, :func:`exps`, :func:`cosines`)
+are numpy's ufuncs on contiguous float64 arrays, for one value (an array of one) as for many:
+numpy's vector loops may differ from :mod:`math` in the last place, so the scalar and batch
+paths both go through these, and agree by construction.
 """
 
 from __future__ import annotations
@@ -50,10 +55,29 @@ def uniform(*keys: int) -> float:
 
 
 def normal(*keys: int) -> float:
-    """A standard normal number fixed by ``keys`` (Box-Muller on two keyed uniforms)."""
-    u1 = 1.0 - uniform(*keys, 0)  # in (0, 1]
-    u2 = uniform(*keys, 1)
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    """A standard normal number fixed by ``keys`` (Box-Muller on two keyed uniforms, as :func:`normals`)."""
+    first, second = np.array([1.0 - uniform(*keys, 0)]), np.array([uniform(*keys, 1)])  # first in (0, 1]
+    return float(_box_muller(first, second)[0])
+
+
+def logs(x: npt.ArrayLike) -> FloatArray:
+    """Natural logarithm of each of ``x`` (a number gives an array of one)."""
+    return np.log(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def exps(x: npt.ArrayLike) -> FloatArray:
+    """``e`` to the power of each of ``x`` (a number gives an array of one)."""
+    return np.exp(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def cosines(x: npt.ArrayLike) -> FloatArray:
+    """Cosine of each of ``x``, in radians (a number gives an array of one)."""
+    return np.cos(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def _box_muller(first: FloatArray, second: FloatArray) -> FloatArray:
+    """Standard normals from uniforms ``first`` in (0, 1] and ``second`` in [0, 1), elementwise."""
+    return np.sqrt(-2.0 * logs(first)) * cosines(2.0 * math.pi * second)
 
 
 _S11, _S27, _S30, _S31, _S33 = (np.uint64(n) for n in (11, 27, 30, 31, 33))
@@ -96,25 +120,28 @@ def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
                 continue
             acc += np.uint64(lane)
         else:
-            lanes = _array_lane(key) * _PRIME_2
-            acc = lanes + (np.uint64(acc) if isinstance(acc, int) else acc)
-        acc = (acc << _S31) | (acc >> _S33)
+            acc = _array_lane(key) * _PRIME_2 + (np.uint64(acc) if isinstance(acc, int) else acc)
+        high = acc >> _S33  # acc = rotate_left(acc, 31) * PRIME_1, in place (acc is this function's own)
+        acc <<= _S31
+        acc |= high
         acc *= _PRIME_1
     if isinstance(acc, int):
         return np.array(uniform(*(int(k) for k in keys)))
     acc += np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
     if bool((acc == np.uint64(_MASK)).any()):
         acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
-    z = (acc ^ (acc >> _S30)) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> _S27)) * np.uint64(0x94D049BB133111EB)
-    z ^= z >> _S31
-    return (z >> _S11).astype(np.float64) * (1.0 / (1 << 53))
+    acc ^= acc >> _S30  # the SplitMix64 finaliser, in place
+    acc *= np.uint64(0xBF58476D1CE4E5B9)
+    acc ^= acc >> _S27
+    acc *= np.uint64(0x94D049BB133111EB)
+    acc ^= acc >> _S31
+    acc >>= _S11
+    found = acc.astype(np.float64)
+    found *= 1.0 / (1 << 53)
+    return found
 
 
 def normals(*keys: Keys) -> FloatArray:
-    """``normal`` of each key tuple (the transcendental parts through :mod:`math`, as ``normal``)."""
+    """``normal`` of each key tuple."""
     first, second = 1.0 - uniforms(*keys, 0), uniforms(*keys, 1)
-    n = first.size  # sqrt and the products are correctly rounded in numpy as in math; log and cos via math
-    logs = np.fromiter(map(math.log, first.ravel().tolist()), dtype=np.float64, count=n)
-    cosines = np.fromiter(map(math.cos, (2.0 * math.pi * second).ravel().tolist()), dtype=np.float64, count=n)
-    return (np.sqrt(-2.0 * logs) * cosines).reshape(second.shape)
+    return _box_muller(first.ravel(), second.ravel()).reshape(second.shape)

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from fedfit.devices.counter_rng import FloatArray, normals, uniforms
 from fedfit.devices.lazy_battery import (
-    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at,
+    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, poisson_counts, reaction_steps, top_ups,
 )
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
@@ -44,15 +44,23 @@ def levels(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
 
 def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
               offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """``lazy_battery.sessions`` of every device for its ``t``'s day: session starts and ends, one
-    row per device in the order of the sorted ``(start, end)`` tuples, padded with infinities
-    (at least one column). The three days that matter are drawn together (a column each)."""
+    """``lazy_battery.sessions`` of every device for its ``t``'s day, less those that cannot
+    change its level at ``t``: session starts and ends, one row per device in the order of the
+    sorted ``(start, end)`` tuples, padded with infinities (at least one column). The three days
+    that matter are drawn together (a column each).
+
+    A session that ends by the anchor (the midnight ``battery_at`` plays from) is clamped to an
+    empty one there, which leaves the level, the time and the low-battery reaction as they were;
+    one that starts after ``t`` is never reached. Both are dropped (as infinities), so the
+    devices are played forward in as many passes as the most sessions any of them lives through."""
     day = _floor(t / DAY_S)
     days = np.stack([day - 2, day - 1, day], axis=1)
     starts, ends = _windows(p, rows, seed, ids, days, offset_h)
     if rows.energy == "nightly":
         plug_starts, plug_ends = _plugins(p, seed, ids, days)
         starts, ends = np.concatenate([starts, plug_starts], axis=1), np.concatenate([ends, plug_ends], axis=1)
+    unused = (ends <= ((day - 1) * DAY_S)[:, None]) | (starts > t[:, None])
+    starts, ends = np.where(unused, np.inf, starts), np.where(unused, np.inf, ends)
     none = np.full((len(ids), 1), np.inf)
     starts, ends = np.concatenate([starts, none], axis=1), np.concatenate([ends, none], axis=1)
     order = np.lexsort((ends, starts))  # along each row: by start, then end (tuple order)
@@ -86,14 +94,7 @@ def _windows(p: TraceParams, rows: Rows, seed: int, ids: IntArray, days: IntArra
 def _plugins(p: TraceParams, seed: int, ids: IntArray, days: IntArray) -> tuple[FloatArray, FloatArray]:
     """Each device's Poisson top-ups of each of its ``days`` (count by inversion of the Poisson
     CDF): starts and ends, a row per device (infinities where it has fewer than the most)."""
-    u, mean = uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day
-    count, prob = np.zeros(days.shape, dtype=np.int64), math.exp(-mean)
-    cdf, n = prob, 0
-    while n < 50 and bool((u > cdf).any()):  # the scalar loop's steps, taken by every device still above
-        n += 1
-        count = np.where(u > cdf, n, count)
-        prob *= mean / n
-        cdf += prob
+    count = poisson_counts(uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day)
     counts = count.ravel()  # row-major: device by device, its days in order
     total = int(counts.sum())
     who, day = np.repeat(np.repeat(ids, days.shape[1]), counts), np.repeat(days.ravel(), counts)
@@ -123,16 +124,19 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
     drain, gain = rows.drain, rows.gain
     found, charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
     active, armed, scalar = np.ones(n, dtype=np.bool_), np.full(n, nightly), np.zeros(n, dtype=np.bool_)
-    at, every = np.zeros(n, dtype=np.int64), np.arange(n)
+    at, width = np.zeros(n, dtype=np.int64), starts.shape[1]
+    first, last = np.arange(n) * width, width - 1  # a row's flat index, and its last column
+    listed_starts, listed_ends = np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(ends).ravel()
     extra, extra_start, extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
         while active.any():
-            col = np.minimum(at, starts.shape[1] - 1)  # a finished device may point past its last
-            listed_start, listed_end = starts[every, col], ends[every, col]
-            sooner = (extra_start < listed_start) | ((extra_start == listed_start) & (extra_end < listed_end))
-            take_extra = extra & sooner  # the pending sessions' first, as sorted tuples
-            start = np.maximum(np.where(take_extra, extra_start, listed_start), now)
-            end = np.maximum(np.where(take_extra, extra_end, listed_end), now)
+            listed = first + np.minimum(at, last)  # a finished device may point past its last
+            start, end = listed_starts[listed], listed_ends[listed]
+            take_extra = extra.copy()
+            if extra.any():  # the pending sessions' first, as sorted tuples
+                take_extra &= (extra_start < start) | ((extra_start == start) & (extra_end < end))
+                start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
+            start, end = np.maximum(start, now), np.maximum(end, now)
             if nightly and rows.draining:
                 low_at = now + np.maximum(0.0, level - p.low_battery) / drain
                 hit = active & armed & (low_at < np.minimum(start, t))
@@ -152,11 +156,11 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
             found = np.where(before, np.maximum(0.0, level - drain * (t - now)), found)
             drained = np.maximum(0.0, level - drain * (start - now))
             within = moving & ~before & (t < end)
-            found, charging = np.where(within, _charged(drained, t - start, gain, p), found), charging | within
+            charged = _charged(drained, np.where(within, t, end) - start, gain, p)  # to t, or to the session's end
+            found, charging = np.where(within, charged, found), charging | within
             active &= ~(before | within)
             ended = moving & active
-            level = np.where(ended, _charged(drained, end - start, gain, p), level)
-            now, armed = np.where(ended, end, now), np.where(ended, nightly, armed)
+            level, now, armed = np.where(ended, charged, level), np.where(ended, end, now), np.where(ended, nightly, armed)
     for i in np.flatnonzero(scalar).tolist():
         found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, rows.behaviour(i),
                                            _planned(starts, ends, i), float(anchors[i]))
@@ -165,24 +169,9 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
 
 def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The top-up session (start, end) each device plugs in for after its battery fell low at
-    ``low_at`` (``lazy_battery``'s geometric wait and plug length, the keyed draws together)."""
-    lows = low_at.tolist()
-    step = np.array([int(x // p.step_s) for x in lows], dtype=np.int64)
-    waits = _geometric_waits(p, uniforms(seed, ids, _BATTERY, _REACT, step, 2))
-    plugs = [x + w * p.step_s for x, w in zip(lows, waits)]
-    lo, hi = p.plugin_duration_s
-    lengths = uniforms(seed, ids, _BATTERY, _REACT, step).tolist()
-    return np.array(plugs), np.array([x + max(p.step_s, lo + (hi - lo) * u) for x, u in zip(plugs, lengths)])
-
-
-def _geometric_waits(p: TraceParams, drawn: FloatArray) -> list[int]:
-    """``lazy_battery._geometric_wait`` of each keyed uniform ``drawn``."""
-    chance = p.low_battery_plug_per_step
-    if chance >= 1.0:
-        return [1] * len(drawn)
-    if chance <= 0.0:
-        return [1 << 30] * len(drawn)
-    return [max(1, math.ceil(math.log(1.0 - u) / math.log(1.0 - chance))) for u in drawn.tolist()]
+    ``low_at`` (``lazy_battery.top_ups``, the keyed draws together)."""
+    step = reaction_steps(low_at, p)
+    return top_ups(low_at, uniforms(seed, ids, _BATTERY, _REACT, step, 2), uniforms(seed, ids, _BATTERY, _REACT, step), p)
 
 
 def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, p: TraceParams) -> FloatArray:

@@ -16,9 +16,13 @@ previous midnight reset it to full (rare: a bedtime session most nights charges 
 
 from __future__ import annotations
 
+import functools
 import math
 
-from fedfit.devices.counter_rng import normal, uniform
+import numpy as np
+import numpy.typing as npt
+
+from fedfit.devices.counter_rng import FloatArray, logs, normal, uniform
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
 
 DAY_S = 86400.0
@@ -54,18 +58,31 @@ def _plug_length_s(*keys: int, params: TraceParams) -> float:
 
 def _random_plugins(key: tuple[int, ...], day: int, params: TraceParams) -> list[tuple[float, float]]:
     """The day's Poisson top-up sessions (count by inversion of the Poisson CDF)."""
-    u, mean = uniform(*key, _PLUGIN, day, -1), params.plugins_per_day
-    count, p = 0, math.exp(-mean)
-    cdf = p
-    while u > cdf and count < 50:
-        count += 1
-        p *= mean / count
-        cdf += p
+    count = int(poisson_counts(np.array([uniform(*key, _PLUGIN, day, -1)]), params.plugins_per_day)[0])
     sessions = []
     for i in range(count):
         start = (day + uniform(*key, _PLUGIN, day, i)) * DAY_S
         sessions.append((start, start + _plug_length_s(*key, _PLUGIN, day, i, 1, params=params)))
     return sessions
+
+
+def poisson_counts(u: FloatArray, mean: float) -> npt.NDArray[np.int64]:
+    """Poisson(``mean``) counts by inversion of its CDF at uniforms ``u`` (any shape): for each,
+    the first count (at most 50) whose CDF reaches it (the scalar and batch paths' one formula)."""
+    return np.searchsorted(_poisson_cdf(mean), u, side="left").astype(np.int64)
+
+
+@functools.lru_cache(maxsize=16)
+def _poisson_cdf(mean: float) -> FloatArray:
+    """The Poisson(``mean``) CDF at 0, 1, ..., 49 (summed term by term, as the inversion's loop did)."""
+    prob = math.exp(-mean)
+    cdf = [prob]
+    for n in range(1, 50):
+        prob *= mean / n
+        cdf.append(cdf[-1] + prob)
+    table = np.array(cdf)
+    table.flags.writeable = False
+    return table
 
 
 def sessions(key: tuple[int, ...], day: int, params: TraceParams, behaviour: TierBehaviour,
@@ -120,10 +137,11 @@ def battery_at(key: tuple[int, ...], t_s: float, params: TraceParams, behaviour:
         if armed and drain > 0:
             low_at = now + max(0.0, level - params.low_battery) / drain
             if low_at < min(start, t_s):
-                steps = _geometric_wait(key, low_at, params)
-                plug = low_at + steps * params.step_s
-                pending = sorted([*pending, (start, end), (plug, plug + _plug_length_s(
-                    *key, _REACT, int(low_at // params.step_s), params=params))])
+                at = np.array([low_at])
+                step = int(reaction_steps(at, params)[0])
+                plug, unplug = top_ups(at, np.array([uniform(*key, _REACT, step, 2)]),
+                                       np.array([uniform(*key, _REACT, step)]), params)
+                pending = sorted([*pending, (start, end), (float(plug[0]), float(unplug[0]))])
                 armed = False
                 continue
         if t_s < start:
@@ -135,12 +153,24 @@ def battery_at(key: tuple[int, ...], t_s: float, params: TraceParams, behaviour:
         armed = behaviour.energy == "nightly"
 
 
-def _geometric_wait(key: tuple[int, ...], low_at_s: float, params: TraceParams) -> int:
-    """Steps a user below ``low_battery`` waits before plugging in (geometric, >= 1)."""
-    p = params.low_battery_plug_per_step
-    if p >= 1.0:
-        return 1
-    if p <= 0.0:
-        return 1 << 30
-    u = 1.0 - uniform(*key, _REACT, int(low_at_s // params.step_s), 2)
-    return max(1, math.ceil(math.log(u) / math.log(1.0 - p)))
+def reaction_steps(low_at_s: FloatArray, params: TraceParams) -> npt.NDArray[np.int64]:
+    """The grid step (the keys of its draws) of each time ``low_at_s`` a battery fell low."""
+    return np.floor_divide(low_at_s, params.step_s).astype(np.int64)
+
+
+def top_ups(low_at_s: FloatArray, wait_u: FloatArray, length_u: FloatArray,
+            params: TraceParams) -> tuple[FloatArray, FloatArray]:
+    """The top-up sessions ``(starts, ends)`` users plug in for after their batteries fell low at
+    ``low_at_s``: a geometric wait (``low_battery_plug_per_step`` a step, at least one step, by
+    inversion of uniforms ``wait_u``), then a plug length drawn from ``plugin_duration_s`` by
+    ``length_u`` (the scalar and batch paths' one formula)."""
+    chance = params.low_battery_plug_per_step
+    if chance >= 1.0:
+        waits = np.ones(len(low_at_s))
+    elif chance <= 0.0:
+        waits = np.full(len(low_at_s), float(1 << 30))
+    else:
+        waits = np.maximum(1.0, np.ceil(logs(1.0 - wait_u) / logs(1.0 - chance)))
+    plugs = low_at_s + waits * params.step_s
+    lo, hi = params.plugin_duration_s
+    return plugs, plugs + np.maximum(params.step_s, lo + (hi - lo) * length_u)

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from fedfit.devices import generators as gen
-from fedfit.devices.counter_rng import normal, uniform
+from fedfit.devices.counter_rng import FloatArray, cosines, exps, logs, normal, uniform
 from fedfit.devices.lazy_battery import DAY_S, battery_at, sessions
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
 from fedfit.devices.traces import thermal_of, with_consumption
@@ -171,7 +171,9 @@ class LazyTrace:
         phase = self._drawn("willing", lambda: uniform(*self._key(_AVAILABILITY), -1))
         block = math.floor(t / run_s + phase)
         start_h = (block - phase) * run_s / 3600.0
-        return uniform(*self._key(_AVAILABILITY), block) < gen._willing_share(behaviour, start_h - offset_h)
+        share = willing_shares(np.array([behaviour.online_day]), np.array([behaviour.online_night]),
+                               np.array([start_h - offset_h]))
+        return uniform(*self._key(_AVAILABILITY), block) < float(share[0])
 
     def _link(self, t: float, behaviour: TierBehaviour, offset_h: float) -> tuple[Link, float]:
         p, radios, key = self.params, self.profile.radios, self._key(_NETWORK)
@@ -213,4 +215,19 @@ class LazyTrace:
 
 
 def _log_uniform(u: float, bounds: tuple[float, float]) -> float:
-    return math.exp(math.log(bounds[0]) + u * (math.log(bounds[1]) - math.log(bounds[0])))
+    return float(log_uniforms(np.array([u]), bounds)[0])
+
+
+def log_uniforms(u: FloatArray, bounds: tuple[float, float]) -> FloatArray:
+    """Each of the uniforms ``u`` in [0, 1) mapped log-uniformly onto ``bounds`` (the scalar and
+    batch paths' one formula)."""
+    low, high = logs(np.array(bounds)).tolist()
+    return exps(low + u * (high - low))
+
+
+def willing_shares(day: FloatArray, night: FloatArray, hours: FloatArray) -> FloatArray:
+    """The share of devices willing to train at each of ``hours`` (local time; lowest at 03:00,
+    ``generators._willing_share``'s curve) between each row's ``day`` and ``night`` shares,
+    kept within [0.01, 0.99] (the scalar and batch paths' one formula)."""
+    share = day + (night - day) * (1.0 + cosines(2.0 * math.pi * (hours - 3.0) / 24.0)) / 2.0
+    return np.minimum(np.maximum(share, 0.01), 0.99)

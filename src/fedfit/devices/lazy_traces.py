@@ -29,10 +29,11 @@ from fedfit.devices.traces import DeviceTrace
 from fedfit.types import DeviceProfile, DeviceState
 
 #: Devices of one trace shape from which :meth:`LazyTraces.states_at` computes them together (a
-#: batch costs a fixed few ms of numpy passes; measured break-even ~90 devices, ``bench/scale.py states``).
-BATCH_FROM = 96
-#: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws).
-ONLINE_BATCH_FROM = 192
+#: batch costs a fixed 1.5-2.5 ms of numpy passes; measured break-even ~20 fresh devices).
+BATCH_FROM = 24
+#: The same for :meth:`LazyTraces.online_many` (one by one, ``online_at`` skips half the draws;
+#: break-even ~40).
+ONLINE_BATCH_FROM = 48
 
 
 class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
@@ -87,20 +88,23 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         return trace
 
     def _groups(self, devices: Sequence[int], positions: Iterable[int]) -> tuple[list[int], dict[Hashable, list[int]]]:
-        """Of ``positions`` in ``devices``: those with a CSV trace, and the others by trace shape."""
+        """Of ``positions`` in ``devices``: those with a CSV trace, and the others by trace shape
+        (in the order given)."""
+        at = list(positions)
         overridden: list[int] = []
+        if self._overrides:
+            overridden = [i for i in at if devices[i] in self._overrides]
+            at = [i for i in at if devices[i] not in self._overrides]
+        kinds = list(map(id, map(self._profiles.__getitem__, map(devices.__getitem__, at))))
+        shapes = self._shapes
+        for profile_id in set(kinds).difference(shapes):
+            profile = next(self._profiles[devices[i]] for i, k in zip(at, kinds) if k == profile_id)
+            shapes[profile_id] = lazy_batch.shape_of(profile, self._params)
+        if len({shapes[k] for k in set(kinds)}) <= 1:  # the usual case: one shape
+            return overridden, {shapes[kinds[0]]: at} if at else {}
         groups: dict[Hashable, list[int]] = {}
-        shapes, profiles = self._shapes, self._profiles
-        for i in positions:
-            device = devices[i]
-            if device in self._overrides:
-                overridden.append(i)
-                continue
-            profile = profiles[device]
-            shape = shapes.get(id(profile))
-            if shape is None:
-                shape = shapes[id(profile)] = lazy_batch.shape_of(profile, self._params)
-            groups.setdefault(shape, []).append(i)
+        for i, k in zip(at, kinds):
+            groups.setdefault(shapes[k], []).append(i)
         return overridden, groups
 
     def states_at(self, devices: Sequence[int], t_s: float | Sequence[float]) -> list[DeviceState]:
@@ -117,10 +121,13 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
                 for i in rows:
                     found[i] = self[devices[i]].state_at(times[i])
                 continue
-            ids = [devices[i] for i in rows]
-            at = np.array([times[i] for i in rows], dtype=np.float64)
-            profiles = [self._profiles[d] for d in ids]
-            batch = lazy_batch.states_at(profiles, self._params, self._seed, np.array(ids, dtype=np.int64), at)
+            ids = np.array([devices[i] for i in rows], dtype=np.int64)
+            at = float(t_s) if isinstance(t_s, (int, float)) else np.array([times[i] for i in rows], dtype=np.float64)
+            profiles = list(map(self._profiles.__getitem__, ids.tolist()))
+            batch = lazy_batch.states_at(profiles, self._params, self._seed, ids, at)
+            if len(rows) == len(devices):  # every device, in order
+                found = list(batch)
+                break
             for i, state in zip(rows, batch):
                 found[i] = state
         states = [s for s in found if s is not None]

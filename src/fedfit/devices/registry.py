@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from fedfit.devices.history import DeviceHistory, HistoryColumns, UpdateRecord
 from fedfit.devices.state_columns import HotStates, StateColumns
@@ -90,6 +91,15 @@ class Registry:
         elif device_id in rows:
             return rows[device_id]
         raise KeyError(f"unknown device {device_id!r}")
+
+    def _rows_of(self, device_ids: Sequence[int]) -> npt.NDArray[np.int64]:
+        """:meth:`_row` of each id, as an array (one numpy pass while every id is its own row)."""
+        if self._rows is None:
+            ids = np.asarray(device_ids)
+            if ids.ndim == 1 and ids.dtype.kind in "iu" and len(ids) and \
+                    int(ids.min()) >= 0 and int(ids.max()) < len(self._ids):
+                return ids.astype(np.int64)
+        return np.array([self._row(d) for d in device_ids], dtype=np.int64)
 
     def entries(self) -> tuple[RegistryEntry, ...]:
         """Every device's entry, in enrolment order (for a checkpoint)."""
@@ -156,7 +166,7 @@ class Registry:
         """:meth:`report_state` of each device with its state, all at virtual time ``at_s``."""
         if len(device_ids) != len(states):
             raise ValueError(f"{len(device_ids)} devices but {len(states)} states")
-        rows = np.array([self._row(d) for d in device_ids], dtype=np.int64)
+        rows = self._rows_of(device_ids)
         written = self._columns.write(rows, states, at_s)
         held = self._states
         for row, state, ok in zip(rows.tolist(), states, written.tolist()):
@@ -167,7 +177,7 @@ class Registry:
         """The hot fields of the devices' last reports as arrays, one entry per device (see
         :class:`~fedfit.devices.state_columns.HotStates` for what a device that never reported
         holds). Raises ``KeyError`` for an unknown id."""
-        return self._columns.rows(np.array([self._row(d) for d in device_ids], dtype=np.int64))
+        return self._columns.rows(self._rows_of(device_ids))
 
     def last_state(self, device_id: int) -> DeviceState | None:
         """The latest reported state; ``None`` if the device never reported."""
