@@ -92,8 +92,9 @@ def _read_bytes(path: Path) -> bytes:
     """The file's bytes, decompressed when the name ends in ``.gz``."""
     try:
         if path.suffix == ".gz":
-            with gzip.open(path, "rb") as stream:
-                return stream.read()
+            # in one call, not gzip.open's 8 KB reads: zlib releases the GIL for the whole
+            # file, so another thread (a run's traces, fedfit.overlap) runs meanwhile
+            return gzip.decompress(path.read_bytes())
         return path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"IDX file not found: {path}") from None
