@@ -6,7 +6,7 @@ state (momentum, Adam's two moments) is allocated for those alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -103,8 +103,8 @@ class EagerSGD(torch.optim.SGD):
         """Without momentum, every tensor of ``group`` in one call of each op: on the CPU
         ``torch._foreach_add_`` runs ``add_`` on each tensor in turn (the same arithmetic as
         :meth:`_update`, one dispatch instead of one per tensor)."""
-        params = [p for p in group["params"] if p.grad is not None]
-        grads = [p.grad for p in params]
+        params: list[torch.Tensor] = [p for p in group["params"] if p.grad is not None]
+        grads: Sequence[torch.Tensor] = [p.grad for p in params if p.grad is not None]
         if not params:
             return
         if any(g.is_sparse for g in grads):
