@@ -6,7 +6,7 @@ state (momentum, Adam's two moments) is allocated for those alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -104,13 +104,13 @@ class EagerSGD(torch.optim.SGD):
         ``torch._foreach_add_`` runs ``add_`` on each tensor in turn (the same arithmetic as
         :meth:`_update`, one dispatch instead of one per tensor)."""
         params: list[torch.Tensor] = [p for p in group["params"] if p.grad is not None]
-        grads: Sequence[torch.Tensor] = [p.grad for p in params if p.grad is not None]
+        grads: list[torch.Tensor] = [p.grad for p in params if p.grad is not None]
         if not params:
             return
         if any(g.is_sparse for g in grads):
             raise ValueError("EagerSGD: sparse gradients are not supported")
         if group["weight_decay"] != 0:
-            grads = torch._foreach_add(grads, params, alpha=group["weight_decay"])
+            grads = list(torch._foreach_add(grads, params, alpha=group["weight_decay"]))
         torch._foreach_add_(params, grads, alpha=-group["lr"])
 
     def _update(self, param: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
