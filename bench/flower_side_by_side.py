@@ -66,6 +66,9 @@ def fedfit_config(args: argparse.Namespace, trace: str, executor: str) -> Any:
 
 def run_fedfit(args: argparse.Namespace, executor: str) -> dict[str, float]:
     """fedfit's orchestrator over the simulated fleet; returns updates, loop seconds, accuracy."""
+    from fedfit.prefetch import start_dataset
+
+    start_dataset(args.dataset)  # as ``fedfit run`` does (fedfit.entry): the files read while torch imports
     import torch
 
     from fedfit.experiment import built
