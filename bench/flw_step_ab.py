@@ -1,4 +1,4 @@
-"""Paired A/B in one process: the code before (ref's trainer._step, fused step, EagerSGD.step) vs now."""
+"""(helper flw15c; the code before in /tmp/flw-ref: `git archive 4f59020 src | tar -x -C /tmp/flw-ref`) Paired A/B in one process: the code before (ref's trainer._step, fused step, EagerSGD.step) vs now."""
 import importlib.util, time, torch, statistics, os, sys
 torch.set_num_threads(1)
 import fedfit.training.trainer as T, fedfit.training.techniques as TQ, fedfit.training.optimizers as O
