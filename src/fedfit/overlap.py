@@ -29,7 +29,8 @@ class Pending(Generic[T]):
     def __init__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> None:
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args, kwargs), name="fedfit-setup")
+        # a daemon: a run stopped early (an error, Ctrl-C) exits without waiting for its set-up
+        self._thread = threading.Thread(target=self._run, args=(fn, args, kwargs), name="fedfit-setup", daemon=True)
 
     def _run(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         try:
