@@ -18,7 +18,8 @@ Each side runs in its own child process; the parent times the child from spawn t
 whole-process wall time, imports and Ray start-up included) and samples the CPU time (user +
 system) of its whole process tree: Ray's processes for Flower, pool workers for fedfit.
 Inside, the child times the round loop; per-client-update time = round-loop wall time / client
-updates. ``--profile FILE`` writes a cProfile of fedfit's round loop (``local`` rows only).
+updates. fedfit's child starts reading the data set's files before it imports torch, where
+``fedfit run`` does (``fedfit.entry`` → ``fedfit.prefetch``). ``--profile FILE`` writes a cProfile of fedfit's round loop (``local`` rows only).
 
     PYTHONPATH=src python bench/flower_side_by_side.py                      # 100 clients x 10 x 20 rounds
     PYTHONPATH=src python bench/flower_side_by_side.py --clients 1000 --rounds 100   # FLUTE-style
@@ -66,6 +67,9 @@ def fedfit_config(args: argparse.Namespace, trace: str, executor: str) -> Any:
 
 def run_fedfit(args: argparse.Namespace, executor: str) -> dict[str, float]:
     """fedfit's orchestrator over the simulated fleet; returns updates, loop seconds, accuracy."""
+    from fedfit.prefetch import start_dataset
+
+    start_dataset(args.dataset)  # as ``fedfit run`` does (fedfit.entry): the files read while torch imports
     import torch
 
     from fedfit.experiment import built

@@ -59,7 +59,7 @@ class Resolved:
 
 def resolve(config: ExperimentConfig, inputs: RunInputs) -> Resolved:
     """``config``'s traces, and auto's decision from the reports they give at time 0."""
-    traces = fleet_traces(config, inputs.profiles)
+    traces = inputs.traces.result() if inputs.traces is not None else fleet_traces(config, inputs.profiles)
     on = config.auto.enabled
     states = [trace.state_at(0.0) for trace in traces] if on else []
     labels = label_counts(inputs.data) if on else None

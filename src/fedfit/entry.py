@@ -25,6 +25,9 @@ def main() -> int:
 
     previous = signal.signal(signal.SIGINT, hold)
     try:
+        from fedfit.prefetch import for_command
+
+        for_command(sys.argv[1:])  # the data set's files read meanwhile, on a thread
         from fedfit.cli import main as cli_main
     finally:
         signal.signal(signal.SIGINT, previous)

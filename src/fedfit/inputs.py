@@ -14,13 +14,14 @@ from fedfit.config import ExperimentConfig
 from fedfit.cost import MemoryModel, ModelCost, measure
 from fedfit.data import FederatedData, build_federated_data
 from fedfit.data.stream import StreamSpec
-from fedfit.devices import DeviceTrace, TraceParams, generate_traces, load_csv_trace, profile_from_mapping
-from fedfit.devices.csv_trace import columns_from_start
+from fedfit.devices import DeviceTrace, TraceParams, generate_traces, profile_from_mapping
+from fedfit.devices.csv_trace import columns_from_start, load_csv_traces
 from fedfit.devices.lazy_trace import LazyTrace
 from fedfit.devices.lazy_traces import LazyTraces
 from fedfit.devices.realistic import catalogue
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
+from fedfit.overlap import Pending, started
 from fedfit.cost.dp_memory import per_sample_gradient_costs
 from fedfit.security.builders import local_dp
 from fedfit.sources import UserSources, model_spec, user_data
@@ -86,12 +87,11 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Seq
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(profiles)})")
     lazy = model == "lazy" or (model == "auto" and len(profiles) > LAZY_TRACES_ABOVE)
     ids = list(config.fleet.traces) if lazy else list(range(len(profiles)))
-    replaced = [columns_from_start(config.fleet.traces[i], config.fleet.max_trace_bytes)
-                if i in config.fleet.traces else frozenset[str]() for i in ids]
+    starts = {path: columns_from_start(path, config.fleet.max_trace_bytes) for path in set(config.fleet.traces.values())}
+    replaced = [starts[config.fleet.traces[i]] if i in config.fleet.traces else frozenset[str]() for i in ids]
     generated = dict(zip(ids, generate_traces([profiles[i] for i in ids], ids, seed=config.seed, params=params,
                                               replaced=replaced), strict=True))
-    csv = {device: load_csv_trace(path, generated[device], config.fleet.max_trace_bytes)
-           for device, path in config.fleet.traces.items()}
+    csv = load_csv_traces(config.fleet.traces, generated, config.fleet.max_trace_bytes)
     if lazy:
         return LazyTraces(profiles, params, config.seed, overrides=csv)
     return [csv.get(i) or generated[i] for i in range(len(profiles))]
@@ -123,6 +123,8 @@ class RunInputs:
     Attributes:
         own: the user's data (``sources``); ``None``: ``data`` is the config's dataset.
         num_examples: each device's training examples.
+        traces: the fleet's traces (:func:`fleet_traces`), built on a thread while the data are
+            read (:mod:`fedfit.overlap`); ``None``: not started.
     """
 
     profiles: list[DeviceProfile]
@@ -133,13 +135,15 @@ class RunInputs:
     costs: Callable[[float], ModelCost]
     memory: MemoryModel
     num_examples: list[int]
+    traces: Pending[Sequence[DeviceTrace | LazyTrace]] | None = None
 
 
 def run_inputs(config: ExperimentConfig, sources: UserSources | None = None) -> RunInputs:
     """The profiles, data (the user's or the config's), model spec and cost model of ``config``."""
     profiles = fleet_profiles(config)
+    traces = started(fleet_traces, config, profiles)  # holds the GIL where reading the data releases it
     own = user_data(config, sources)
     data = own if own is not None else build_federated_data(**data_kwargs(config))
     spec = model_spec(config, data, sources)
     optimizer, costs, memory = cost_inputs(config, spec)
-    return RunInputs(profiles, data, own, spec, optimizer, costs, memory, [len(d) for d in data.train])
+    return RunInputs(profiles, data, own, spec, optimizer, costs, memory, [len(d) for d in data.train], traces)

@@ -104,3 +104,16 @@ def test_masks_arriving_after_unmasked_chunks_match_the_loop() -> None:
     late = [Contribution(c.params, c.weight, c.masks if i >= 110 else None) for i, c in enumerate(contributions)]
 
     assert_same_bits(masked_weighted_average(master, late), one_by_one(master, late))
+
+
+def test_large_tensors_folded_one_by_one_match_the_loop_unmasked_and_with_late_masks() -> None:
+    # past STACK_ELEMENTS / 8 values a tensor is folded update by update; its denominator is one
+    # number until the first masked update, then per coordinate
+    shapes = {"big": (64, 70), "bias": (STACK_ELEMENTS // 4,)}
+    for dtype in (torch.float32, torch.float64):
+        master, contributions = random_round(30, shapes, seed=6, dtype=dtype)
+        unmasked = [Contribution(c.params, c.weight) for c in contributions]
+        late = [Contribution(c.params, c.weight, c.masks if i >= 12 else None) for i, c in enumerate(contributions)]
+
+        for round_ in (unmasked, late, contributions):
+            assert_same_bits(masked_weighted_average(master, round_), one_by_one(master, round_))

@@ -133,3 +133,21 @@ def test_installed_fashion_mnist_has_60000_train_and_10000_test_images() -> None
     assert train.x.shape == (60000, 1, 28, 28) and test.x.shape == (10000, 1, 28, 28)
     assert np.bincount(train.y.numpy()).tolist() == [6000] * 10
     assert abs(float(train.x.mean())) < 0.01 and abs(float(train.x.std()) - 1.0) < 0.01
+
+
+@pytest.mark.parametrize("indices", [[4, 0, 4, 2], [], [-1, 0, -5], np.array([3, 3, 3])])
+def test_subset_gathers_exactly_what_advanced_indexing_does(indices: list[int] | np.ndarray) -> None:
+    gen = torch.Generator().manual_seed(0)
+    data = ArrayDataset(x=torch.randn((5, 1, 3, 3), generator=gen), y=torch.arange(5) * 7)
+    index = torch.as_tensor(np.asarray(indices, dtype=np.int64))
+
+    part = data.subset(indices)
+
+    assert torch.equal(part.x, data.x[index]) and torch.equal(part.y, data.y[index])
+    assert part.x.shape == (len(index), 1, 3, 3) and part.x.is_contiguous()
+
+
+def test_subset_out_of_range_raises() -> None:
+    data = ArrayDataset(x=torch.zeros((3, 2)), y=torch.zeros(3, dtype=torch.int64))
+    with pytest.raises((IndexError, RuntimeError)):
+        data.subset([0, 3])

@@ -102,3 +102,25 @@ def test_bad_magic_number_raises_data_error(tmp_path: Path, magic: bytes) -> Non
 def test_write_idx_rejects_a_dtype_idx_cannot_hold(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="int64"):
         write_idx(tmp_path / "x-idx", np.zeros(3, dtype=np.int64))
+
+
+def test_gzip_read_in_one_call_equals_the_stream_and_takes_several_members(tmp_path: Path) -> None:
+    array = np.arange(3 * 28 * 28, dtype=np.uint8).reshape(3, 28, 28)
+    path = tmp_path / "images-idx3-ubyte.gz"
+    write_idx(path, array)
+    with gzip.open(path, "rb") as stream:
+        streamed = stream.read()
+    raw = streamed
+    split = tmp_path / "split-idx3-ubyte.gz"  # the same bytes as two gzip members, which gzip allows
+    split.write_bytes(gzip.compress(raw[:1000]) + gzip.compress(raw[1000:]))
+
+    assert np.array_equal(read_idx(path), array) and np.array_equal(read_idx(split), array)
+
+
+def test_file_named_gz_that_is_not_gzip_raises_data_error(tmp_path: Path) -> None:
+    path = tmp_path / "plain-idx1-ubyte.gz"
+    write_idx(tmp_path / "plain-idx1-ubyte", np.arange(4, dtype=np.uint8))
+    path.write_bytes((tmp_path / "plain-idx1-ubyte").read_bytes())
+
+    with pytest.raises(DataError, match=re.escape("plain-idx1-ubyte.gz")):
+        read_idx(path)

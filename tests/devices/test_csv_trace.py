@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fedfit.devices.catalogue import tier
-from fedfit.devices.csv_trace import load_csv_trace
+from fedfit.devices.csv_trace import load_csv_trace, load_csv_traces
 from fedfit.devices.traces import DeviceTrace, generate_trace
 from fedfit.errors import ConfigError
 from fedfit.types import Link, Thermal
@@ -136,3 +136,51 @@ def test_link_the_tier_lacks_is_rejected(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="row 2: link cellular is not among the tier's radios"):
         load_csv_trace(path, base)
+
+
+def _fields(trace: DeviceTrace) -> dict[str, object]:
+    return {name: getattr(trace, name) for name in ("free_memory_bytes", "battery_fraction", "charging",
+                                                   "temperature_c", "link", "bandwidth_bps", "online",
+                                                   "cpu_utilisation")}
+
+
+def _same(a: DeviceTrace, b: DeviceTrace) -> bool:
+    fa, fb = _fields(a), _fields(b)
+    return a.profile == b.profile and all(
+        (fa[k] is None and fb[k] is None) or (fa[k] is not None and fb[k] is not None
+                                              and np.array_equal(fa[k], fb[k], equal_nan=True)  # type: ignore[arg-type]
+                                              and fa[k].dtype == fb[k].dtype)  # type: ignore[union-attr]
+        for k in fa)
+
+
+def test_many_devices_from_few_files_equal_one_by_one(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    one.write_text("t_s,online,temperature_c\n0,true,30\n3600,false,41\n")
+    two.write_text("t_s,link,bandwidth_bps\n0,wifi,5e7\n1800,offline,0\n")
+    tiers = ["midrange_phone", "midrange_phone", "vehicle_computer", "midrange_phone", "vehicle_computer"]
+    bases = {d: generate_trace(tier(name), seed=2, device_id=d, horizon_s=7200.0) for d, name in enumerate(tiers)}
+    paths = {0: one, 1: two, 2: one, 3: one, 4: two}
+
+    many = load_csv_traces(paths, bases)
+
+    assert list(many) == list(paths)
+    assert all(_same(many[d], load_csv_trace(paths[d], bases[d])) for d in paths)
+    assert many[0].temperature_c is not None and many[0].temperature_c[60] == 41.0  # 3600 s at 60 s steps
+    assert not many[3].online[60] and not many[1].online[30]
+
+
+def test_many_devices_report_the_first_bad_file_as_one_by_one_would(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("t_s,online\n0,true\n")
+    bad.write_text("t_s,battery_fraction\n0,0.5\n")  # a battery column: fine on a phone, refused on mains
+    bases = {0: generate_trace(tier("midrange_phone"), seed=0, device_id=0, horizon_s=3600.0),
+             1: generate_trace(tier("vehicle_computer"), seed=0, device_id=1, horizon_s=3600.0)}
+
+    with pytest.raises(ConfigError) as one_by_one:
+        for d, path in {0: bad, 1: bad}.items():
+            load_csv_trace(path, bases[d])
+    with pytest.raises(ConfigError) as many:
+        load_csv_traces({0: good, 1: bad}, bases)
+
+    assert str(many.value) == str(one_by_one.value)
+    assert "\n" not in str(many.value) and "bad.csv row 1" in str(many.value)

@@ -76,3 +76,22 @@ def test_step_hooks_are_refused_not_skipped() -> None:
     w.grad = torch.ones(2)
     with pytest.raises(ValueError, match="step hooks"):
         opt.step()
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 1e-2])
+def test_plain_step_in_one_foreach_call_keeps_torch_sgd_bits_with_mixed_dtypes_and_missing_grads(
+        weight_decay: float) -> None:
+    gen = torch.Generator().manual_seed(3)
+    start = [torch.randn(4, 3, generator=gen), torch.randn(5, dtype=torch.float64, generator=gen),
+             torch.randn(2, generator=gen)]
+    a = [torch.nn.Parameter(t.clone()) for t in start]
+    b = [torch.nn.Parameter(t.clone()) for t in start]
+    ref, eager = torch.optim.SGD(a, lr=0.3, weight_decay=weight_decay), EagerSGD(b, lr=0.3, weight_decay=weight_decay)
+    for _ in range(3):
+        grads = [torch.randn(t.shape, dtype=t.dtype, generator=gen) for t in start]
+        for params, opt in ((a, ref), (b, eager)):
+            for p, g in zip(params[:2], grads, strict=False):  # the last tensor never has a gradient
+                p.grad = g.clone()
+            opt.step()
+    assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
+    assert torch.equal(b[2], start[2])

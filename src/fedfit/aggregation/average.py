@@ -121,13 +121,17 @@ class _Denominator:
 def _one_by_one(name: str, old: torch.Tensor, held: Sequence[Contribution]) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_weighted_sums` as a loop of ``+=`` (large tensors: stacking would only copy more)."""
     num = torch.zeros_like(old, dtype=torch.float64)
-    den = torch.zeros_like(old, dtype=torch.float64)
+    den = _Denominator(max(1, old.numel()))  # one number while no update is masked
     for c in held:
         mask = c.masks.get(name) if c.masks else None
-        w = c.weight if mask is None else c.weight * mask.to(torch.float64)
-        num += w * c.params[name].to(torch.float64)
-        den += w
-    return num, den
+        if mask is None:
+            num += c.params[name].to(torch.float64, copy=True).mul_(c.weight)  # w·x rounded once, as w * x
+            den.add(np.array([[float(c.weight)]]))
+        else:
+            w = c.weight * mask.to(torch.float64)
+            num += w * c.params[name].to(torch.float64)
+            den.add(w.reshape(1, -1).numpy())
+    return num, den.tensor(old.shape)
 
 
 def _flat(stacked: torch.Tensor) -> np.ndarray:

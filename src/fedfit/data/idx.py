@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fedfit import prefetch
 from fedfit.errors import DataError
 
 #: IDX type code → big-endian numpy dtype.
@@ -90,11 +91,13 @@ def write_idx(path: str | Path, array: np.ndarray) -> None:
 
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, decompressed when the name ends in ``.gz``."""
+    prefetched = prefetch.take(path)  # read on a thread while the program started (fedfit.prefetch)
+    if prefetched is not None:
+        return prefetched
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as stream:
-                return stream.read()
-        return path.read_bytes()
+        # a .gz in one call, not gzip.open's 8 KB reads: zlib releases the GIL for the whole
+        # file, so another thread (a run's traces, fedfit.overlap) runs meanwhile
+        return prefetch.file_bytes(path)
     except FileNotFoundError:
         raise DataError(f"IDX file not found: {path}") from None
     except (OSError, EOFError, zlib.error) as exc:

@@ -22,7 +22,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,25 @@ class _CellError(ValueError):
     """A bad cell; the message starts with the column name."""
 
 
+def load_csv_traces(paths: Mapping[int, str | os.PathLike[str]], bases: Mapping[int, DeviceTrace],
+                    max_bytes: int = MAX_TRACE_BYTES) -> dict[int, DeviceTrace]:
+    """:func:`load_csv_trace` of ``paths[d]`` over ``bases[d]`` for every device ``d`` of ``paths``,
+    each file read once and its rows parsed once per profile (a fleet that lays one file over a
+    thousand devices parses it once); the same traces, and the same first error, as one by one."""
+    texts: dict[str, str] = {}
+    rows: dict[tuple[str, DeviceProfile, bool], tuple[npt.NDArray[np.float64], dict[str, list[object]]]] = {}
+    traces = {}
+    for device, path in paths.items():
+        source, base = os.fspath(path), bases[device]
+        if source not in texts:
+            texts[source] = _read_text(path, max_bytes)
+        key = (source, base.profile, base.battery_fraction is None)
+        if key not in rows:
+            rows[key] = _parsed_rows(texts[source], base, source)
+        traces[device] = _overlay(base, *rows[key])
+    return traces
+
+
 def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace, max_bytes: int = MAX_TRACE_BYTES) -> DeviceTrace:
     """Read a CSV trace and lay it over ``base``.
 
@@ -60,6 +79,11 @@ def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace, max_bytes: i
         ConfigError: the file is missing, unreadable or malformed; the message names the file
             and, for a bad value, the row and column.
     """
+    return parse_csv_trace(_read_text(path, max_bytes), base, source=os.fspath(path))
+
+
+def _read_text(path: str | os.PathLike[str], max_bytes: int) -> str:
+    """The file's text (UTF-8, at most ``max_bytes``); a one-line :class:`ConfigError` if not."""
     try:
         with Path(path).open("rb") as f:
             data = f.read(max_bytes + 1)
@@ -73,7 +97,7 @@ def load_csv_trace(path: str | os.PathLike[str], base: DeviceTrace, max_bytes: i
         raise ConfigError(f"trace {os.fspath(path)}: not UTF-8 text") from None
     except OSError as err:
         raise ConfigError(f"trace {os.fspath(path)}: cannot read ({err.strerror})") from None
-    return parse_csv_trace(text, base, source=os.fspath(path))
+    return text
 
 
 def columns_from_start(path: str | os.PathLike[str], max_bytes: int = MAX_TRACE_BYTES) -> frozenset[str]:
@@ -99,6 +123,12 @@ def columns_from_start(path: str | os.PathLike[str], max_bytes: int = MAX_TRACE_
 
 def parse_csv_trace(text: str, base: DeviceTrace, *, source: str = "<csv>") -> DeviceTrace:
     """Lay CSV ``text`` over ``base``; ``source`` names it in errors (as :func:`load_csv_trace`)."""
+    return _overlay(base, *_parsed_rows(text, base, source))
+
+
+def _parsed_rows(text: str, base: DeviceTrace,
+                 source: str) -> tuple[npt.NDArray[np.float64], dict[str, list[object]]]:
+    """The rows' times and each column's values, checked against ``base``'s profile."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
@@ -116,7 +146,7 @@ def parse_csv_trace(text: str, base: DeviceTrace, *, source: str = "<csv>") -> D
             raise ConfigError(f"{where}: {err}") from None
     if not times:
         raise ConfigError(f"trace {source}: no data rows")
-    return _overlay(base, np.asarray(times), values)
+    return np.asarray(times), values
 
 
 def _check_header(source: str, columns: list[str], base: DeviceTrace) -> list[str]:

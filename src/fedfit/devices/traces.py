@@ -108,6 +108,10 @@ class DeviceTrace:
     bandwidth_bps: gen.FloatArray
     online: gen.BoolArray
     cpu_utilisation: gen.FloatArray
+    #: The last grid index read and its state (states are immutable, a pure function of the
+    #: index): a fleet checks every idle device in every round, and rounds shorter than a step
+    #: read the same index again.
+    _last: list[tuple[int, DeviceState]] = dataclasses.field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.free_memory_bytes)
@@ -155,6 +159,15 @@ class DeviceTrace:
             The snapshot; O(1).
         """
         i = self.index_at(t_s)
+        last = self._last
+        if last and last[0][0] == i:
+            return with_consumption(last[0][1], self.profile, consumed_j)
+        state = self._state(i)
+        last[:] = [(i, state)]
+        return with_consumption(state, self.profile, consumed_j)
+
+    def _state(self, i: int) -> DeviceState:
+        """The state at grid index ``i``, before any training energy."""
         temp = None if self.temperature_c is None else float(self.temperature_c[i])
         temp = None if temp is None or math.isnan(temp) else temp
         level = self.battery_fraction
@@ -169,7 +182,7 @@ class DeviceTrace:
             online=bool(self.online[i]),
             cpu_utilisation=float(self.cpu_utilisation[i]),
         )
-        return with_consumption(state, self.profile, consumed_j)
+        return state
 
 
 def generate_trace(

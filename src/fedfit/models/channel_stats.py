@@ -42,10 +42,16 @@ class ChannelStats:
         return sorted(range(len(s)), key=lambda i: (-float(s[i]), i))
 
 
-def _unit_norms(delta: torch.Tensor, axis: int, block: int, size: int) -> torch.Tensor:
-    """Squared L2 norm of ``delta`` per group unit along ``axis`` (``block`` entries per unit)."""
-    moved = delta.double().movedim(axis, 0).reshape(size, block, -1)
-    return moved.pow(2).sum(dim=(1, 2))
+def _unit_norms(squares: torch.Tensor, axis: int, block: int, size: int) -> torch.Tensor:
+    """Squared L2 norm per group unit along ``axis`` (``block`` entries per unit) of the delta
+    whose elementwise squares (float64, contiguous) are ``squares``.
+
+    Squaring before moving the axis gives the values squaring after would, laid out as
+    ``pow`` lays out its result for the moved view (its strides, or a contiguous copy where
+    ``reshape`` copies), so the sum runs in the same order and gives the same bits
+    (``tests/models/test_channel_stats.py``); a parameter two groups read is squared once.
+    """
+    return squares.movedim(axis, 0).reshape(size, block, -1).sum(dim=(1, 2))
 
 
 def accumulate(stats: ChannelStats, groups: Sequence[WidthGroup], before: Params, after: Params,
@@ -61,11 +67,14 @@ def accumulate(stats: ChannelStats, groups: Sequence[WidthGroup], before: Params
         weight: the update's aggregation weight.
     """
     scores = dict(stats.scores)  # each group's entry is replaced by a new tensor, never changed in place
+    squares: dict[str, torch.Tensor] = {}
     for g in groups:
         squared = torch.zeros(g.size, dtype=torch.float64)
         for ref in g.axes:
             if ref.param in after:
-                squared += _unit_norms(after[ref.param] - before[ref.param], ref.axis, ref.block, g.size)
+                if ref.param not in squares:
+                    squares[ref.param] = (after[ref.param] - before[ref.param]).double().contiguous().pow_(2)
+                squared += _unit_norms(squares[ref.param], ref.axis, ref.block, g.size)
         added = weight * squared.sqrt()
         if g.name in cmap.kept:  # a slice of the group: the units it did not hold score nothing
             held = torch.zeros(g.size, dtype=torch.bool)

@@ -59,6 +59,7 @@ def fused_step(model: nn.Module) -> MicroStep | None:
     if found is None or _hooked(model) or not model.training:
         return None
     layers, rate = found
+    seeds: dict[tuple[int, torch.dtype], torch.Tensor] = {}  # the loss's gradient seed per n: 1 / n, never written to
 
     def step(xs: torch.Tensor, ys: torch.Tensor, n: int) -> torch.Tensor:
         with torch.no_grad():
@@ -67,7 +68,10 @@ def fused_step(model: nn.Module) -> MicroStep | None:
             total, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, _SUM, _IGNORE)
             loss = total / n
             del total
-            grad = torch.ops.aten.nll_loss_backward(torch.ones_like(loss) / n, logp, ys, None, _SUM, _IGNORE, weight)
+            seed = seeds.get((n, loss.dtype))
+            if seed is None:
+                seed = seeds[n, loss.dtype] = torch.ones_like(loss) / n
+            grad = torch.ops.aten.nll_loss_backward(seed, logp, ys, None, _SUM, _IGNORE, weight)
             held = [torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)]
             del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
             _backward(layers, rate, inputs, relus, held)

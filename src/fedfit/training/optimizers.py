@@ -89,12 +89,29 @@ class EagerSGD(torch.optim.SGD):
             for group in self.param_groups:
                 if group["maximize"] or group["differentiable"] or group["fused"]:
                     raise ValueError("EagerSGD: maximize, differentiable and fused are not supported")
+                if group["momentum"] == 0:
+                    self._plain(group)
+                    continue
                 for p in group["params"]:
                     if p.grad is not None:
                         self._update(p, p.grad, group)
         return loss
 
     step.hooked = True  # type: ignore[attr-defined]  # keeps Optimizer from wrapping it in its hook scope
+
+    def _plain(self, group: dict[str, Any]) -> None:
+        """Without momentum, every tensor of ``group`` in one call of each op: on the CPU
+        ``torch._foreach_add_`` runs ``add_`` on each tensor in turn (the same arithmetic as
+        :meth:`_update`, one dispatch instead of one per tensor)."""
+        params: list[torch.Tensor] = [p for p in group["params"] if p.grad is not None]
+        grads: list[torch.Tensor] = [p.grad for p in params if p.grad is not None]
+        if not params:
+            return
+        if any(g.is_sparse for g in grads):
+            raise ValueError("EagerSGD: sparse gradients are not supported")
+        if group["weight_decay"] != 0:
+            grads = list(torch._foreach_add(grads, params, alpha=group["weight_decay"]))
+        torch._foreach_add_(params, grads, alpha=-group["lr"])
 
     def _update(self, param: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         if grad.is_sparse:

@@ -69,9 +69,12 @@ def _batches(n: int, plan: TrainPlan, gen: torch.Generator, at_epoch: EpochBatch
 def _step(micro_step: MicroStep, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
     """Forward/backward the effective batch ``idx`` of (x, y) in micro-batches, gathering each
     micro-batch's samples only when it runs; returns the summed loss."""
-    total = 0.0
-    for part in idx.split(micro):  # index_select: the same gather as x[part], without advanced indexing's overhead
-        total += float(micro_step(x.index_select(0, part), y.index_select(0, part), len(idx))) * len(idx)
+    total, n = 0.0, idx.shape[0]
+    # one micro-batch: ``idx`` itself (``split`` would return it whole, through a Python wrapper
+    # costing more than the gather); index_select: the same gather as x[part], without advanced
+    # indexing's overhead
+    for part in (idx,) if n <= micro else idx.split(micro):
+        total += float(micro_step(x.index_select(0, part), y.index_select(0, part), n)) * n
     return total
 
 
