@@ -91,3 +91,18 @@ def test_the_probe_changes_nothing_else_and_is_off_unless_asked() -> None:
     assert plain.sigma2 is None and probed.sigma2 is not None and probed.sigma2 > 0
     assert all(torch.equal(plain.params[k], probed.params[k]) for k in plain.params)
     assert (plain.train_loss, plain.start_loss) == (probed.train_loss, probed.start_loss)
+
+
+def test_the_cost_model_charges_the_probe_one_forward_backward_of_the_first_batch() -> None:
+    from fedfit.cost import MemoryModel, ModelCost, task_cost
+    from fedfit.cost.task_costs import task_costs
+    from fedfit.devices.catalogue import tier
+    from fedfit.types import DeviceState, Link, Thermal
+
+    cost = ModelCost(7850, 31400, 47100.0, 15700.0, 40.0, 0.0)
+    phone, state = tier("midrange_phone"), DeviceState(2**30, 0.5, False, 30.0, Thermal.WARM, Link.WIFI, 4e7, True)
+    plans = [TrainPlan(0, 0, 16, local_epochs=3, max_steps=5, sigma_probe=p) for p in (False, True)]
+    plain, probed = (task_cost(plan=p, profile=phone, state=state, cost=cost, memory=MemoryModel(), num_examples=100,
+                               bytes_down=0, bytes_up=0) for p in plans)
+    assert plain.flops == 47100.0 * 5 * 16 and probed.flops == 47100.0 * 6 * 16  # five steps of 16, one probe of 16
+    assert task_costs(plans, [phone] * 2, [state] * 2, lambda w: cost, MemoryModel(), [100, 100], [0, 0]) == [plain, probed]
