@@ -58,7 +58,7 @@ def test_config_knob_reaches_the_planner_and_its_plans() -> None:
     from fedfit.experiment import built
     from tests.policy.dynamite.test_dynamite_end_to_end import small
 
-    assert small().dynamite.sigma_probe is False
+    assert small().dynamite.sigma_probe is True
     for value in (True, False):
         with built(small(dynamite={"sigma_probe": value})) as exp:
             planner = exp.orchestrator.observer
