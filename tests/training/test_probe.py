@@ -80,12 +80,16 @@ def test_the_trainers_probe_is_unbiased_under_its_own_shuffling() -> None:
     assert spread < 0.1 * truth
 
 
-def test_the_probe_changes_nothing_else_and_is_off_unless_asked() -> None:
+@pytest.mark.parametrize("norm", [False, True])
+def test_the_probe_changes_nothing_else_and_is_off_unless_asked(norm: bool) -> None:
     torch.manual_seed(4)
     x, y = torch.randn(20, 5), torch.randint(0, 3, (20,))
-    model = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3))
+    middle: list[nn.Module] = [nn.BatchNorm1d(4), nn.Dropout(0.3)] if norm else []  # running stats, RNG
+    model = nn.Sequential(nn.Linear(5, 4), *middle, nn.ReLU(), nn.Linear(4, 3))
     params = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(5)
     plain = train(model, params, x, y, TrainPlan(0, 1, micro_batch=4, local_epochs=2, lr=0.1), seed=2)
+    torch.manual_seed(5)
     probed = train(model, params, x, y, TrainPlan(0, 1, micro_batch=4, local_epochs=2, lr=0.1, sigma_probe=True),
                    seed=2)
     assert plain.sigma2 is None and probed.sigma2 is not None and probed.sigma2 > 0

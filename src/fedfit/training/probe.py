@@ -18,7 +18,9 @@ so the mean term vanishes and ``w̄ = 0``)::
 so ``σ̂² = ‖g_A − g_B‖² · (D − 1)/D / (1/a + 1/(b − a))`` is unbiased, with no curvature or
 path term (both halves are at the same model). Cost: one extra forward and backward of the
 batch's b samples per task (two halves), the gradients taken with ``torch.autograd.grad`` so
-the trainer's own gradients, its RNG and its step are untouched. Batches of one sample or a
+the trainer's own gradients and its step are untouched; the model's buffers (batch-norm running
+statistics) and torch's global RNG are put back afterwards, so the task trains exactly as
+without the probe. Batches of one sample or a
 device holding one sample cannot be split: ``None``.
 """
 
@@ -56,7 +58,12 @@ def half_batch_sigma2(model: nn.Module, x: torch.Tensor, y: torch.Tensor, idx: t
         return None
     half = batch // 2
     first, second = idx[:half], idx[half:]
+    buffers, rng = [b.clone() for b in model.buffers()], torch.get_rng_state()
     g_a = _mean_gradient(model, params, x.index_select(0, first), y.index_select(0, first))
     g_b = _mean_gradient(model, params, x.index_select(0, second), y.index_select(0, second))
+    with torch.no_grad():
+        for live, saved in zip(model.buffers(), buffers):
+            live.copy_(saved)
+    torch.set_rng_state(rng)
     squared = sum(float(torch.sum((a - b) ** 2)) for a, b in zip(g_a, g_b))
     return squared / probe_scale(examples, batch)
