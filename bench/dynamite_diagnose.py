@@ -15,7 +15,7 @@ Two measurements on examples/dynamite.yaml (30 virtual seconds, online DYNAMITE)
 * ``--sigma``: per round, the true per-sample gradient variance σ² at the new global model
   (per-sample gradients of every device's data about its own mean, share-weighted) beside the
   planner's smoothed estimate, β, and the τ and b_i it planned (``--fashion``: Fashion-MNIST
-  with bench/dynamite.py's settings).
+  with bench/dynamite.py's settings; ``--probe true|false``: with ``dynamite.sigma_probe`` so).
 * ``--calibration``: per round, the τ planned, the global loss the devices' received-model
   losses sample, the progress and drift the bound planned for the round, and the drift factor c.
 
@@ -47,10 +47,11 @@ FASHION = {"data.dataset": "fashion_mnist", "data.max_train_samples": 1600, "dat
            "evaluation.target_accuracy": 0.65}
 
 
-def config(seed: int, calibrated: bool = True, fashion: bool = False) -> ExperimentConfig:
+def config(seed: int, calibrated: bool = True, fashion: bool = False, probe: bool | None = None) -> ExperimentConfig:
     base = load_config("examples/dynamite.yaml")
     overrides = {**(FASHION if fashion else {}), "seed": seed, "orchestration.rounds": 1000, "dynamite.budget_time_s": BUDGET_S,
-                 "dynamite.drift_calibration.enabled": calibrated}
+                 "dynamite.drift_calibration.enabled": calibrated,
+                 **({} if probe is None else {"dynamite.sigma_probe": probe})}
     return apply_strategy(with_overrides(base, overrides), "dynamite-online")
 
 
@@ -162,9 +163,10 @@ def per_sample_variance(module: torch.nn.Module, params: Params, data: list) -> 
     return weighted / total
 
 
-def sigma(seed: int, fashion: bool) -> None:
-    print(f"\n{'fashion_mnist' if fashion else 'digits'} seed {seed}: t, accuracy | TRUE sigma2 | estimated sigma2, beta | tau, b_i planned")
-    with built(config(seed, fashion=fashion)) as exp:
+def sigma(seed: int, fashion: bool, probe: bool | None = None) -> None:
+    print(f"\n{'fashion_mnist' if fashion else 'digits'} seed {seed} (sigma_probe {probe}): t, accuracy | TRUE sigma2 | "
+          "estimated sigma2, beta | tau, b_i planned")
+    with built(config(seed, fashion=fashion, probe=probe)) as exp:
         planner = exp.orchestrator.observer
         assert isinstance(planner, DynamitePlanner)
         module = exp.workload.module(1.0)
@@ -186,6 +188,7 @@ def main() -> None:
     parser.add_argument("--calibration", action="store_true")
     parser.add_argument("--sigma", action="store_true")
     parser.add_argument("--fashion", action="store_true", help="--sigma on Fashion-MNIST")
+    parser.add_argument("--probe", choices=["true", "false"], help="--sigma with dynamite.sigma_probe set so")
     args = parser.parse_args()
     for seed in args.seeds:
         if args.truth:
@@ -195,7 +198,7 @@ def main() -> None:
         if args.calibration:
             calibration(seed)
         if args.sigma:
-            sigma(seed, args.fashion)
+            sigma(seed, args.fashion, None if args.probe is None else args.probe == "true")
 
 
 if __name__ == "__main__":

@@ -208,6 +208,9 @@ class TrainPlan:
         bound_by: the dynamic-batching rule that set the (first epoch's) micro-batch;
             ``None`` for a fixed plan.
         techniques: memory-saving techniques (default: none).
+        sigma_probe: measure the per-sample gradient variance at the received model on the first
+            step's batch (:mod:`fedfit.training.probe`; one extra forward/backward of that batch);
+            requested by DYNAMITE only (``dynamite.sigma_probe``).
     """
 
     device_id: int
@@ -222,6 +225,7 @@ class TrainPlan:
     epoch_batches: tuple[tuple[int, int], ...] = ()
     bound_by: BatchRule | None = None
     techniques: Techniques = Techniques()
+    sigma_probe: bool = False
 
     @property
     def effective_batch(self) -> int:
@@ -256,6 +260,9 @@ class Update:
         start_loss: mean loss of the first step's batch, taken at the received model before any
             local step (an unbiased sample of the device's loss at the global model; no extra
             compute); ``None``: not reported (no step, or an older device).
+        sigma2: the per-sample gradient variance of the device's data at the received model,
+            measured from the first step's batch split in halves (:mod:`fedfit.training.probe`;
+            only when the plan asked, ``TrainPlan.sigma_probe``); ``None``: not measured.
     """
 
     device_id: int
@@ -270,6 +277,7 @@ class Update:
     epoch_batches: tuple[tuple[int, int], ...] = ()
     masks: dict[str, torch.Tensor] | None = None
     start_loss: float | None = None
+    sigma2: float | None = None
 
     @property
     def effective_batch(self) -> int:

@@ -58,7 +58,11 @@ class DynamiteConfig(Section):
     can train next round, :mod:`fedfit.policy.dynamite.reachable`); ``fleet`` over every
     enrolled device. ``stream_turnover`` (with ``data.stream``): σ² is read net of each buffer's
     turnover between a device's tasks (:mod:`fedfit.policy.dynamite.turnover`); off by default
-    (neutral on accuracy and further from the measured σ², see the README)."""
+    (neutral on accuracy and further from the measured σ², see the README). ``sigma_probe``:
+    each task measures σ² at the received model from its first batch split in halves
+    (:mod:`fedfit.training.probe`, one extra forward/backward of that batch) and σ² is read from
+    those probes instead of from the change of consecutive pseudo-gradients; on by default
+    (measured closer to the offline optimum, see the README; ``false``: no task pays for it)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -74,6 +78,7 @@ class DynamiteConfig(Section):
     stream_noise: bool = False
     plan_for: Literal["reachable", "fleet"] = "reachable"
     stream_turnover: bool = False
+    sigma_probe: bool = True
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

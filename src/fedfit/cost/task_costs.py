@@ -6,7 +6,8 @@ and its local data: their model cost, peak memory and compute rate per thermal s
 out once per group, and the per-task terms (local work, FLOPs, transfer, energy) as numpy
 arrays. Every float operation is the scalar model's, in its order, on the same values, so each
 :class:`~fedfit.types.TaskCost` equals the one ``task_cost`` gives, bit for bit. Plans with
-memory-saving techniques (and models whose FLOPs are not floats) are priced task by task.
+memory-saving techniques or the σ² probe (and models whose FLOPs are not floats) are priced task
+by task.
 
 >>> from fedfit.cost import MemoryModel, ModelCost, task_cost
 >>> from fedfit.devices.catalogue import tier
@@ -47,13 +48,13 @@ def task_costs(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfile], st
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, (plan, profile) in enumerate(zip(plans, profiles)):
         key = (id(profile), plan.width, plan.micro_batch, plan.accumulation_steps, plan.local_epochs,
-               plan.max_steps, id(plan.techniques))
+               plan.max_steps, id(plan.techniques), plan.sigma_probe)
         groups.setdefault(key, []).append(i)
     found: list[TaskCost | None] = [None] * len(plans)
     for rows in groups.values():
         first = plans[rows[0]]
         profile, model_cost = profiles[rows[0]], costs(first.width)
-        if first.techniques.active or not isinstance(model_cost.train_flops_per_sample, float):
+        if first.techniques.active or first.sigma_probe or not isinstance(model_cost.train_flops_per_sample, float):
             for i in rows:
                 down, up = plan_payload_bytes(model_cost, plans[i], payloads[i])
                 found[i] = task_cost(plan=plans[i], profile=profile, state=states[i], cost=model_cost, memory=memory,

@@ -61,6 +61,8 @@ def update_content(update: Update) -> RecordDict:
     })
     if update.start_loss is not None:
         metrics["start-loss"] = float(update.start_loss)
+    if update.sigma2 is not None:
+        metrics["sigma2"] = float(update.sigma2)
     content = RecordDict({ARRAYS: params_record(update.params), METRICS: metrics})
     if update.masks is not None:
         content[MASKS] = ArrayRecord({k: m.to(torch.uint8) for k, m in update.masks.items()})
@@ -84,7 +86,8 @@ def content_update(content: RecordDict) -> Update:
                   params=record_params(content.array_records[ARRAYS]), num_examples=count("num-examples"),
                   samples_processed=count("samples-processed"), steps=count("steps"), micro_batch=count("micro-batch"),
                   accumulation_steps=count("accumulation-steps"), train_loss=number(metrics, "train-loss"),
-                  masks=masks, start_loss=number(metrics, "start-loss") if "start-loss" in metrics else None)
+                  masks=masks, start_loss=number(metrics, "start-loss") if "start-loss" in metrics else None,
+                  sigma2=number(metrics, "sigma2") if "sigma2" in metrics else None)
 
 
 def readiness_record(r: Readiness) -> ConfigRecord:

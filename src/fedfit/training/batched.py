@@ -53,8 +53,9 @@ def batchable_model(model: nn.Module) -> bool:
 
 
 def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
-    """Whether a plan trains plainly (no memory technique, no local DP-SGD)."""
-    return not plan.techniques.active and optimizer.local_dp is None
+    """Whether a plan trains plainly (no memory technique, no local DP-SGD) and asks no σ²
+    probe (the cohort op does not take one: such tasks run on the per-task trainer)."""
+    return not plan.techniques.active and optimizer.local_dp is None and not plan.sigma_probe
 
 
 def cohort_key(plan: TrainPlan) -> CohortKey:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from fedfit.training.optimizers import OptimizerConfig
+from fedfit.training.probe import half_batch_sigma2
 from fedfit.training.program import MicroStep
 from fedfit.training.techniques import build_program
 from fedfit.types import Params, TrainPlan, Update
@@ -130,7 +131,10 @@ def train(
     anchor = _proximal_anchor(model, params, plan) if optimizer.proximal_mu > 0 else []
     ran: list[tuple[int, int]] = []
     start_loss: float | None = None
+    probing, sigma2 = plan.sigma_probe and not plan.techniques.active and optimizer.local_dp is None, None
     for idx, micro in _batches(len(x), plan, gen, at_epoch, ran):
+        if probing and steps == 0:  # at the received model, before the first step
+            sigma2 = half_batch_sigma2(model, x, y, idx)
         program.zero_grad()
         loss = _step(program.micro_step, x, y, idx, micro)
         start_loss = loss / len(idx) if start_loss is None else start_loss
@@ -157,6 +161,7 @@ def train(
         epoch_batches=batches,
         masks=masks,
         start_loss=start_loss,
+        sigma2=sigma2,
     )
 
 

@@ -255,7 +255,8 @@ class Device:
                               train_loss=update.train_loss, epoch_batches=list(update.epoch_batches),
                               duration_s=time.perf_counter() - start, download_s=down_s,
                               peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                              num_examples=update.num_examples, start_loss=update.start_loss)
+                              num_examples=update.num_examples, start_loss=update.start_loss,
+                              sigma2=update.sigma2)
         return encode(with_masks(update.params, update.masks), {"report": report.model_dump_json()})
 
 

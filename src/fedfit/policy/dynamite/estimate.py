@@ -35,6 +35,15 @@ and from one round (t) to the next (t+1)::
          it absorbs exactly the curvature differences ζ measures, and subtracting it would
          cancel them.
 
+σ² probed (``dynamite.sigma_probe``): when updates carry ``Update.sigma2``, each device's
+unbiased measurement of its data's per-sample gradient variance at the received model
+(:mod:`fedfit.training.probe`: the first step's batch split in halves), the round's σ² is their
+data-share-weighted mean ``Σ p_i σ̂²_i / Σ p_i`` over the devices that reported one — the
+fleet's σ² when the devices' variances differ, weighted as the bound weighs their gradients —
+and it replaces the gradient-change estimate above (which needs a pair of rounds and reads
+curvature along the local paths as noise). It is smoothed like the others, and β's noise
+correction uses it from the same round.
+
 F0, the loss gap the bound's optimisation term starts from, is the loss of the *current* global
 model: the data-share-weighted mean of the updates' ``start_loss`` (the loss of the model a
 device received on its first batch, before any local step), as the authors take it; rounds
@@ -147,6 +156,8 @@ class RoundObservation:
         turnover: device id → the variance, in units of σ², that the change of the samples it
             holds since its task in the previous observation adds to its gradient change (a
             stream buffer's turnover, :mod:`.turnover`; absent: none).
+        sigma2s: device id → its probed per-sample gradient variance (``Update.sigma2``; those
+            that reported one).
     """
 
     start: torch.Tensor
@@ -159,6 +170,7 @@ class RoundObservation:
     start_losses: dict[int, float] = dataclasses.field(default_factory=dict)
     batches: dict[int, int] = dataclasses.field(default_factory=dict)
     turnover: dict[int, float] = dataclasses.field(default_factory=dict)
+    sigma2s: dict[int, float] = dataclasses.field(default_factory=dict)
 
     def draw_variance(self, device: int) -> float:
         """The sampling variance of the device's pseudo-gradient in units of σ²: the trainer's
@@ -212,13 +224,29 @@ def start_loss(obs: RoundObservation) -> float:
     return sum(loss * w for loss, w in weighted) / total if total > 0 else obs.loss
 
 
+def probed_sigma2(obs: RoundObservation) -> float | None:
+    """σ² of one round from the devices' probes: their share-weighted mean (``None``: no probe).
+
+    >>> obs = RoundObservation(start=torch.zeros(1), grads={}, samples={}, shares={1: 3.0, 2: 1.0, 3: 4.0},
+    ...                        loss=0.5, sigma2s={1: 2.0, 2: 6.0})
+    >>> probed_sigma2(obs), probed_sigma2(dataclasses.replace(obs, sigma2s={}))
+    (3.0, None)
+    """
+    weighted = [(s, obs.shares[i]) for i, s in obs.sigma2s.items()
+                if i in obs.shares and obs.shares[i] > 0 and math.isfinite(s)]
+    total = sum(w for _, w in weighted)
+    return sum(s * w for s, w in weighted) / total if total > 0 else None
+
+
 def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> EstimatorState:
     """``state`` updated with one aggregation's observation."""
     ids = sorted(obs.grads)
     if not ids:
         return state
     g, delta = divergence([obs.grads[i] for i in ids], [obs.shares[i] for i in ids])
+    probed = probed_sigma2(obs)
     new = dataclasses.replace(state, delta=smooth(state.delta, delta, holding),
+                              sigma2=smooth(state.sigma2, probed, holding),
                               rho=smooth(state.rho, lipschitz(g), holding),
                               loss=smooth(state.loss, start_loss(obs), holding), last=obs, last_g=g)
     prev = state.last
@@ -232,10 +260,11 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     total = sum(obs.shares[i] for i in common)
     draws = {i: prev.draw_variance(i) + obs.draw_variance(i) + obs.turnover.get(i, 0.0) for i in common}
     spread = sum((obs.shares[i] / total) ** 2 * draws[i] for i in common)
-    beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(state.sigma2 or 0.0) * spread)
+    beta = smoothness(g_prev, g_now, prev.start, obs.start, noise=(new.sigma2 or 0.0) * spread)
     step = float(torch.linalg.vector_norm(obs.start - prev.start))
     changes = [(obs.grads[i] - prev.grads[i], draws[i]) for i in common]
-    sigma2 = noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step)
+    sigma2 = new.sigma2 if probed is not None else \
+        smooth(state.sigma2, noise_variance(changes, beta if beta is not None else (state.beta or 0.0), step), holding)
     zeta = dissimilarity([(dg, obs.shares[i]) for (dg, _), i in zip(changes, common)], step)
     return dataclasses.replace(new, beta=smooth(state.beta, beta, holding),
-                               sigma2=smooth(state.sigma2, sigma2, holding), zeta=smooth(state.zeta, zeta, holding))
+                               sigma2=sigma2, zeta=smooth(state.zeta, zeta, holding))

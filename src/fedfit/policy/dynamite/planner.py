@@ -72,6 +72,9 @@ class DynamiteSettings:
             share whatever it costs in joules.
         plan_for: ``reachable``: the bound is written over the devices whose last report says
             they can be reached (:mod:`.reachable`); ``fleet``: over every enrolled device.
+        sigma_probe: tasks ask for the σ² probe (``TrainPlan.sigma_probe``) while estimates are
+            still used (online: always; offline: until the plan is fixed), and σ² is read from
+            the probes (:func:`.estimate.probed_sigma2`).
     """
 
     solver: Solver = "heterogeneous"
@@ -87,6 +90,7 @@ class DynamiteSettings:
     streaming: bool = False
     energy_cap: EnergyCap = "homogeneous"
     plan_for: PlanFor = "reachable"
+    sigma_probe: bool = False
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -144,8 +148,10 @@ class DynamitePlanner:
         micro = min(batch, cap)
         accumulation = math.ceil(batch / micro)
         steps_per_epoch = math.ceil(max(1, self.data_sizes(self.spent_s)[device_id]) / (micro * accumulation))
+        probe = self.settings.sigma_probe and (self.settings.adapt or self.observed < self.settings.warmup_rounds)
         return dataclasses.replace(plan, micro_batch=micro, accumulation_steps=accumulation, max_steps=tau,
-                                   local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=())
+                                   local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=(),
+                                   sigma_probe=probe)
 
     def current(self) -> Assignment:
         """The (τ, b_i) in force, solving first when none is."""
@@ -237,6 +243,7 @@ class DynamitePlanner:
             return None
         start = self.versions[start_version]
         grads, samples, shares, losses, steps, starts, batches = {}, {}, {}, [], {}, {}, {}
+        probes: dict[int, float] = {}
         for u, plan in ((r.outcome, r.plan) for r in results if isinstance(r.outcome, Update)):
             if u.round != start_version or u.masks is not None:
                 continue
@@ -248,12 +255,15 @@ class DynamitePlanner:
             steps[u.device_id], batches[u.device_id] = u.steps, u.micro_batch * u.accumulation_steps
             if u.start_loss is not None and math.isfinite(u.start_loss):
                 starts[u.device_id] = u.start_loss
+            if u.sigma2 is not None and math.isfinite(u.sigma2):
+                probes[u.device_id] = u.sigma2
             losses.append((u.train_loss, shares[u.device_id]))
         if not grads:
             return None
         loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
         return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss,
                                 version=start_version, steps=steps, start_losses=starts, batches=batches,
+                                sigma2s=probes,
                                 turnover=self._turnover([r for r in results if isinstance(r.outcome, Update)
                                                          and r.outcome.round == start_version
                                                          and r.plan.device_id in grads]))
