@@ -57,3 +57,11 @@ def test_take_keeps_the_chosen_rows() -> None:
 def test_a_stem_of_ints_only_gives_the_scalar_number() -> None:
     assert float(stem(1, 2).uniforms(3)) == uniform(1, 2, 3)
     assert stem(1, 2).then(3).uniforms(np.arange(20)).tolist() == [uniform(1, 2, 3, k) for k in range(20)]
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_zero_dimensional_keys_wrap_without_warnings() -> None:
+    big = np.array(2**62 + 12345, dtype=np.int64)  # its lanes overflow 64 bits
+    assert float(stem(1, big).uniforms(3)) == uniform(1, 2**62 + 12345, 3)
+    assert float(stem(1).then(big, 7).uniforms()) == uniform(1, 2**62 + 12345, 7)
+    assert stem(1, IDS).uniforms(np.int64(9)).tolist() == [uniform(1, int(d), 9) for d in IDS]

@@ -134,7 +134,6 @@ def _absorb(acc: int | npt.NDArray[np.uint64], keys: tuple[Keys, ...]) -> int | 
                 acc, owned = acc + np.uint64(lane), True
         else:
             acc, owned = _array_lane(key) * _PRIME_2 + (np.uint64(acc) if isinstance(acc, int) else acc), True
-        assert isinstance(acc, np.ndarray)
         high = acc >> _S33  # acc = rotate_left(acc, 31) * PRIME_1, in place (acc is this function's own)
         acc <<= _S31
         acc |= high
@@ -183,22 +182,27 @@ class Stem:
     keys: tuple[Keys, ...]
     state: int | npt.NDArray[np.uint64]
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The broadcast shape of the keys (the state's: ``()`` while they are all ints)."""
+        return () if isinstance(self.state, int) else self.state.shape
+
     def then(self, *keys: Keys) -> Stem:
         """The stem of these keys followed by ``keys``."""
-        with np.errstate(over="ignore"):
-            return Stem(self.keys + keys, _absorb(self.state, keys))
+        return Stem(self.keys + keys, _absorbed(self.state, keys))
 
     def uniforms(self, *keys: Keys) -> FloatArray:
         """``uniforms(*self.keys, *keys)``."""
+        shape = self.shape
+        for key in keys:
+            if not isinstance(key, int) and key.shape != shape:
+                shape = np.broadcast_shapes(shape, key.shape)
         every = self.keys + keys
-        shape = np.broadcast_shapes(*(np.shape(k) for k in every))
-        if math.prod(shape) <= SCALAR_UP_TO and shape:
-            return uniforms(*every)
-        with np.errstate(over="ignore"):
-            state = _absorb(self.state, keys)
-            if isinstance(state, int):
-                return np.array(uniform(*(int(k) for k in every)))
-            return _finish(np.broadcast_to(state, shape), len(every))
+        if math.prod(shape) <= SCALAR_UP_TO:
+            return uniforms(*every) if shape else np.array(uniform(*(int(k) for k in every)))
+        state = _absorbed(self.state, keys)
+        assert not isinstance(state, int)
+        return _finish(state if state.shape == shape else np.broadcast_to(state, shape), len(every))
 
     def normals(self, *keys: Keys) -> FloatArray:
         """``normals(*self.keys, *keys)``."""
@@ -214,5 +218,14 @@ class Stem:
 
 def stem(*keys: Keys) -> Stem:
     """The :class:`Stem` of ``keys``, the first keys of the tuples to draw for."""
-    with np.errstate(over="ignore"):
-        return Stem(keys, _absorb(_PRIME_5, keys))
+    return Stem(keys, _absorbed(_PRIME_5, keys))
+
+
+def _absorbed(state: int | npt.NDArray[np.uint64], keys: tuple[Keys, ...]) -> int | npt.NDArray[np.uint64]:
+    """``_absorb``; numpy's overflow warnings (64-bit wrap-around is the hash's arithmetic) are
+    only possible on zero-dimensional arrays (array operations wrap silently), so only those
+    pay for ``np.errstate`` (a few microseconds a call)."""
+    if any(not isinstance(k, int) and k.ndim == 0 for k in keys) or (not isinstance(state, int) and state.ndim == 0):
+        with np.errstate(over="ignore"):
+            return _absorb(state, keys)
+    return _absorb(state, keys)
