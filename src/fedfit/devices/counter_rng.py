@@ -29,6 +29,7 @@ paths both go through these, and agree by construction.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -109,7 +110,16 @@ def uniforms(*keys: Keys) -> FloatArray:
 
 
 def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
-    acc: int | npt.NDArray[np.uint64] = _PRIME_5  # a Python int until the first array key
+    acc = _absorb(_PRIME_5, keys)
+    if isinstance(acc, int):
+        return np.array(uniform(*(int(k) for k in keys)))
+    return _finish(acc, len(keys))
+
+
+def _absorb(acc: int | npt.NDArray[np.uint64], keys: tuple[Keys, ...]) -> int | npt.NDArray[np.uint64]:
+    """The tuple hash's state after ``keys``, from state ``acc`` (a Python int until the first
+    array key); ``acc`` itself is never changed (a stem's state is shared by its draws)."""
+    owned = False  # whether acc is an array this function made (and may change in place)
     for key in keys:
         if isinstance(key, int):
             lane = (hash(key) & _MASK) * int(_PRIME_2) & _MASK
@@ -118,16 +128,22 @@ def _hashed(keys: tuple[Keys, ...]) -> FloatArray:
                 acc = ((acc << 31) | (acc >> 33)) & _MASK
                 acc = acc * int(_PRIME_1) & _MASK
                 continue
-            acc += np.uint64(lane)
+            if owned:
+                acc += np.uint64(lane)
+            else:
+                acc, owned = acc + np.uint64(lane), True
         else:
-            acc = _array_lane(key) * _PRIME_2 + (np.uint64(acc) if isinstance(acc, int) else acc)
+            acc, owned = _array_lane(key) * _PRIME_2 + (np.uint64(acc) if isinstance(acc, int) else acc), True
         high = acc >> _S33  # acc = rotate_left(acc, 31) * PRIME_1, in place (acc is this function's own)
         acc <<= _S31
         acc |= high
         acc *= _PRIME_1
-    if isinstance(acc, int):
-        return np.array(uniform(*(int(k) for k in keys)))
-    acc += np.uint64(len(keys) ^ (_PRIME_5 ^ 3527539))
+    return acc
+
+
+def _finish(state: npt.NDArray[np.uint64], count: int) -> FloatArray:
+    """The numbers of hash states ``state`` of ``count`` keys each (``state`` is not changed)."""
+    acc = state + np.uint64(count ^ (_PRIME_5 ^ 3527539))
     if bool((acc == np.uint64(_MASK)).any()):
         acc = np.where(acc == np.uint64(_MASK), np.uint64(1546275796), acc)
     acc ^= acc >> _S30  # the SplitMix64 finaliser, in place
@@ -145,3 +161,71 @@ def normals(*keys: Keys) -> FloatArray:
     """``normal`` of each key tuple."""
     first, second = 1.0 - uniforms(*keys, 0), uniforms(*keys, 1)
     return _box_muller(first.ravel(), second.ravel()).reshape(second.shape)
+
+
+@dataclass(frozen=True, slots=True)
+class Stem:
+    """The first keys of many key tuples, hashed once: ``stem(seed, ids).uniforms(k, j)`` is
+    ``uniforms(seed, ids, k, j)``, bit for bit, without hashing ``(seed, ids)`` again for every
+    draw (the tuple hash takes its keys in order, so the state after the shared first keys is
+    the same for each). A batch of devices draws a few dozen numbers per device this way.
+
+    >>> s = stem(1, np.array([2, 5]))
+    >>> s.uniforms(3, 4).tolist() == uniforms(1, np.array([2, 5]), 3, 4).tolist()
+    True
+
+    Attributes:
+        keys: the first keys.
+        state: the tuple hash's state after them (a Python int while they are all ints).
+    """
+
+    keys: tuple[Keys, ...]
+    state: int | npt.NDArray[np.uint64]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The broadcast shape of the keys (the state's: ``()`` while they are all ints)."""
+        return () if isinstance(self.state, int) else self.state.shape
+
+    def then(self, *keys: Keys) -> Stem:
+        """The stem of these keys followed by ``keys``."""
+        return Stem(self.keys + keys, _absorbed(self.state, keys))
+
+    def uniforms(self, *keys: Keys) -> FloatArray:
+        """``uniforms(*self.keys, *keys)``."""
+        shape = self.shape
+        for key in keys:
+            if not isinstance(key, int) and key.shape != shape:
+                shape = np.broadcast_shapes(shape, key.shape)
+        every = self.keys + keys
+        if math.prod(shape) <= SCALAR_UP_TO:
+            return uniforms(*every) if shape else np.array(uniform(*(int(k) for k in every)))
+        state = _absorbed(self.state, keys)
+        assert not isinstance(state, int)
+        return _finish(state if state.shape == shape else np.broadcast_to(state, shape), len(every))
+
+    def normals(self, *keys: Keys) -> FloatArray:
+        """``normals(*self.keys, *keys)``."""
+        inner = self.then(*keys)
+        first, second = 1.0 - inner.uniforms(0), inner.uniforms(1)
+        return _box_muller(first.ravel(), second.ravel()).reshape(second.shape)
+
+    def take(self, rows: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Stem:
+        """The stem of rows ``rows`` (indices or a mask) of one-dimensional keys (ints stay)."""
+        return Stem(tuple(k if isinstance(k, int) else k[rows] for k in self.keys),
+                    self.state if isinstance(self.state, int) else self.state[rows])
+
+
+def stem(*keys: Keys) -> Stem:
+    """The :class:`Stem` of ``keys``, the first keys of the tuples to draw for."""
+    return Stem(keys, _absorbed(_PRIME_5, keys))
+
+
+def _absorbed(state: int | npt.NDArray[np.uint64], keys: tuple[Keys, ...]) -> int | npt.NDArray[np.uint64]:
+    """``_absorb``; numpy's overflow warnings (64-bit wrap-around is the hash's arithmetic) are
+    only possible on zero-dimensional arrays (array operations wrap silently), so only those
+    pay for ``np.errstate`` (a few microseconds a call)."""
+    if any(not isinstance(k, int) and k.ndim == 0 for k in keys) or (not isinstance(state, int) and state.ndim == 0):
+        with np.errstate(over="ignore"):
+            return _absorb(state, keys)
+    return _absorb(state, keys)

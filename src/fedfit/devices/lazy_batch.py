@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedfit.devices import generators as gen
-from fedfit.devices.counter_rng import FloatArray, normals, uniforms
+from fedfit.devices.counter_rng import FloatArray, Stem, stem
 from fedfit.devices.lazy_batch_battery import levels
 from fedfit.devices.lazy_battery import mean_app_share
 from fedfit.devices.lazy_trace import (
@@ -125,11 +125,11 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
         ValueError: a time is negative or not finite, an id is negative, or the profiles differ in shape.
     """
     t = _on_grid(params, ids, t_s)
-    rows = rows_of(profiles, params, len(ids))
-    offset_h = params.habit_sd_h * normals(seed, ids, _HABITS)
-    share = _app_share(params, seed, ids, t)
-    code, bps = _link(rows, params, seed, ids, t, offset_h)
-    online = _willing(params, rows, seed, ids, t, offset_h) & (code != gen.OFFLINE)
+    rows, keys = rows_of(profiles, params, len(ids)), stem(seed, ids)  # (seed, device) hashed once for every draw
+    offset_h = params.habit_sd_h * keys.normals(_HABITS)
+    share = _app_share(params, keys, t)
+    code, bps = _link(rows, params, keys, t, offset_h)
+    online = _willing(params, rows, keys, t, offset_h) & (code != gen.OFFLINE)
     level_of: list[float | None] = [None] * len(ids)
     charging: list[bool | None] = [None] * len(ids)
     heating = np.zeros(len(ids), dtype=np.bool_)
@@ -139,7 +139,7 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
         online &= level > 0
         if rows.energy == "nightly":
             heating = charge
-    heat = _temperature(params, rows, seed, ids, t, share, heating)
+    heat = _temperature(params, rows, keys, t, share, heating)
     temps = heat.tolist()
     levels_of = (Thermal.NOMINAL, Thermal.WARM, Thermal.HOT)  # traces.thermal_of, compared alike
     thermals = map(levels_of.__getitem__, ((heat >= params.warm_c).astype(np.int64) + (heat >= params.hot_c)).tolist())
@@ -159,10 +159,10 @@ def online_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
         ValueError: a time is negative or not finite, an id is negative, or the profiles differ in shape.
     """
     t = _on_grid(params, ids, t_s)
-    rows = rows_of(profiles, params, len(ids))
-    offset_h = params.habit_sd_h * normals(seed, ids, _HABITS)
-    code, _ = _link(rows, params, seed, ids, t, offset_h, bandwidth=False)
-    online = _willing(params, rows, seed, ids, t, offset_h) & (code != gen.OFFLINE)
+    rows, keys = rows_of(profiles, params, len(ids)), stem(seed, ids)
+    offset_h = params.habit_sd_h * keys.normals(_HABITS)
+    code, _ = _link(rows, params, keys, t, offset_h, bandwidth=False)
+    online = _willing(params, rows, keys, t, offset_h) & (code != gen.OFFLINE)
     if rows.battery:
         online &= levels(params, rows, seed, ids, t, offset_h)[0] > 0
     return online
@@ -182,26 +182,27 @@ def _floor(x: FloatArray) -> IntArray:
     return np.floor(x).astype(np.int64)
 
 
-def _app_share(p: TraceParams, seed: int, ids: IntArray, t: FloatArray) -> FloatArray:
+def _app_share(p: TraceParams, keys: Stem, t: FloatArray) -> FloatArray:
     cycle_s = p.app_mean_on_s + p.app_mean_off_s
     p_on = p.app_mean_on_s / cycle_s
     lo, hi = p.app_share
-    share = np.zeros(len(ids))
+    share = np.zeros(len(t))
+    memory = keys.then(_MEMORY)
     for slot in range(p.app_slots):
-        x = t / cycle_s + uniforms(seed, ids, _MEMORY, slot, -1)
+        slot_keys = memory.then(slot)
+        x = t / cycle_s + slot_keys.uniforms(-1)
         cycle = np.floor(x)
-        drawn = lo + (hi - lo) * uniforms(seed, ids, _MEMORY, slot, cycle.astype(np.int64))
+        drawn = lo + (hi - lo) * slot_keys.uniforms(cycle.astype(np.int64))
         share = np.where(x - cycle < p_on, share + drawn, share)
     return share
 
 
-def _willing(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
-             offset_h: FloatArray) -> BoolArray:
-    run_s = p.online_mean_run_s
-    phase = uniforms(seed, ids, _AVAILABILITY, -1)
+def _willing(p: TraceParams, rows: Rows, keys: Stem, t: FloatArray, offset_h: FloatArray) -> BoolArray:
+    run_s, availability = p.online_mean_run_s, keys.then(_AVAILABILITY)
+    phase = availability.uniforms(-1)
     block = np.floor(t / run_s + phase)
     start_h = (block - phase) * run_s / 3600.0
-    return uniforms(seed, ids, _AVAILABILITY, block.astype(np.int64)) < _willing_share(rows, start_h - offset_h)
+    return availability.uniforms(block.astype(np.int64)) < _willing_share(rows, start_h - offset_h)
 
 
 def _willing_share(rows: Rows, hours: FloatArray) -> FloatArray:
@@ -211,12 +212,13 @@ def _willing_share(rows: Rows, hours: FloatArray) -> FloatArray:
     return willing_shares(day, night, hours)
 
 
-def _link(rows: Rows, p: TraceParams, seed: int, ids: IntArray, t: FloatArray, offset_h: FloatArray,
+def _link(rows: Rows, p: TraceParams, keys: Stem, t: FloatArray, offset_h: FloatArray,
           bandwidth: bool = True) -> tuple[IntArray, FloatArray]:
     """Link codes (into ``generators.LINKS``) and bandwidths (zeros unless ``bandwidth``)."""
-    radios, network = rows.radios, rows.network
-    block = np.floor(t / LINK_BLOCK_S + uniforms(seed, ids, _NETWORK, -1)).astype(np.int64)
-    u = uniforms(seed, ids, _NETWORK, block)
+    radios, network, net = rows.radios, rows.network, keys.then(_NETWORK)
+    block = np.floor(t / LINK_BLOCK_S + net.uniforms(-1)).astype(np.int64)
+    in_block = net.then(block)
+    u = in_block.uniforms()
     if network == "lowband":
         states = np.where(u < _LOWBAND_IN_COVERAGE, -1, 3)  # -1: low-band cellular, 3: offline
     else:
@@ -228,37 +230,39 @@ def _link(rows: Rows, p: TraceParams, seed: int, ids: IntArray, t: FloatArray, o
     rules = {s: (gen.OFFLINE, None) if c == gen.CELLULAR and Link.CELLULAR not in radios else (c, b)
              for s, (c, b) in rules.items()}
     code = np.array([rules[s][0] for s in range(-1, len(_MOBILE_CDF))], dtype=np.int64)[states + 1]
-    bps = np.zeros(len(ids))
+    bps = np.zeros(len(t))
     if bandwidth:
-        drawn = uniforms(seed, ids, _NETWORK, block, 1)
+        drawn = in_block.uniforms(1)
         for s, (_, bounds) in rules.items():
             if bounds is not None and (mask := states == s).any():
                 bps[mask] = log_uniforms(drawn[mask], bounds)
     if network == "vehicle" and Link.WIFI in radios:
-        depot = _at_depot(p, seed, ids, t, offset_h)
+        depot = _at_depot(p, net, t, offset_h)
         code = np.where(depot, gen.WIFI, code)
         if bandwidth and depot.any():
-            depot_u = uniforms(seed, ids[depot], _NETWORK, _DEPOT, _floor(t[depot] / 86400.0) + 1)
+            depot_u = net.take(depot).uniforms(_DEPOT, _floor(t[depot] / 86400.0) + 1)
             bps[depot] = log_uniforms(depot_u, p.wifi_bps)
     return code, bps
 
 
-def _at_depot(p: TraceParams, seed: int, ids: IntArray, t: FloatArray, offset_h: FloatArray) -> BoolArray:
+def _at_depot(p: TraceParams, net: Stem, t: FloatArray, offset_h: FloatArray) -> BoolArray:
     first_h, last_h = p.depot_hours
-    day = _floor(t / 86400.0)
-    found = np.zeros(len(ids), dtype=np.bool_)
+    day, depot = _floor(t / 86400.0), net.then(_DEPOT)
+    found = np.zeros(len(t), dtype=np.bool_)
     for d in (day - 1, day):
-        there = uniforms(seed, ids, _NETWORK, _DEPOT, d, 0) < p.depot_wifi_probability
-        start_h = 24.0 * d + first_h + offset_h + 0.5 * normals(seed, ids, _NETWORK, _DEPOT, d)
+        on_day = depot.then(d)
+        there = on_day.uniforms(0) < p.depot_wifi_probability
+        start_h = 24.0 * d + first_h + offset_h + 0.5 * on_day.normals()
         found |= there & (start_h * 3600.0 <= t) & (t < (start_h + last_h - first_h) * 3600.0)
     return found
 
 
-def _temperature(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray, share: FloatArray,
+def _temperature(p: TraceParams, rows: Rows, keys: Stem, t: FloatArray, share: FloatArray,
                  charging: BoolArray) -> FloatArray:
-    steady = rows.ambient + p.ambient_sd_c * normals(seed, ids, _HEAT, -1)
+    heat = keys.then(_HEAT)
+    steady = rows.ambient + p.ambient_sd_c * heat.normals(-1)
     steady = steady + (p.use_heat_c * np.minimum(share, 1.0) + np.where(charging, p.charging_heat_c, 0.0))
     keep = 1.0 - p.heat_reversion
     stationary_sd = p.heat_noise_c / math.sqrt(1.0 - keep * keep) if keep < 1.0 else p.heat_noise_c
-    return steady + stationary_sd * normals(seed, ids, _HEAT, _floor(t / p.step_s))
+    return steady + stationary_sd * heat.normals(_floor(t / p.step_s))
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from fedfit.devices.counter_rng import FloatArray, normals, uniforms
+from fedfit.devices.counter_rng import FloatArray, Stem, stem
 from fedfit.devices.lazy_battery import (
     _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, poisson_counts, reaction_steps, top_ups,
 )
@@ -38,7 +38,7 @@ def levels(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
            offset_h: FloatArray) -> tuple[FloatArray, BoolArray]:
     """``lazy_battery.battery_at`` of every device at its ``t``: (level, charging)."""
     planned = sessions(p, rows, seed, ids, t, offset_h)
-    anchors = uniforms(seed, ids, _BATTERY, _ANCHOR, _floor(t / DAY_S) - 1)
+    anchors = stem(seed, ids, _BATTERY, _ANCHOR).uniforms(_floor(t / DAY_S) - 1)
     return batteries(p, rows, seed, ids, t, planned, anchors)
 
 
@@ -55,9 +55,10 @@ def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray
     devices are played forward in as many passes as the most sessions any of them lives through."""
     day = _floor(t / DAY_S)
     days = np.stack([day - 2, day - 1, day], axis=1)
-    starts, ends = _windows(p, rows, seed, ids, days, offset_h)
+    keys = stem(seed, ids[:, None], _BATTERY)  # a row per device, hashed once for its days' draws
+    starts, ends = _windows(p, rows, keys, days, offset_h)
     if rows.energy == "nightly":
-        plug_starts, plug_ends = _plugins(p, seed, ids, days)
+        plug_starts, plug_ends = _plugins(p, seed, ids, keys, days)
         starts, ends = np.concatenate([starts, plug_starts], axis=1), np.concatenate([ends, plug_ends], axis=1)
     unused = (ends <= ((day - 1) * DAY_S)[:, None]) | (starts > t[:, None])
     starts, ends = np.where(unused, np.inf, starts), np.where(unused, np.inf, ends)
@@ -74,34 +75,35 @@ def _planned(starts: FloatArray, ends: FloatArray, row: int) -> tuple[tuple[floa
     return tuple((s, e) for s, e in zip(starts[row].tolist(), ends[row].tolist()) if s != math.inf)
 
 
-def _windows(p: TraceParams, rows: Rows, seed: int, ids: IntArray, days: IntArray,
+def _windows(p: TraceParams, rows: Rows, keys: Stem, days: IntArray,
              offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Each device's bedtime (or harvesting) session of each of its ``days`` (a row per device,
-    a column per day; infinities on a day without one)."""
-    keys, offset = ids[:, None], offset_h[:, None]
-    has = uniforms(seed, keys, _BATTERY, _NIGHTLY, days, 0) < p.nightly_probability
+    a column per day; infinities on a day without one); ``keys``: ``(seed, ids[:, None], _BATTERY)``."""
+    nightly, offset = keys.then(_NIGHTLY, days), offset_h[:, None]
+    has = nightly.uniforms(0) < p.nightly_probability
     if rows.energy == "harvest":
         lo, hi = p.harvest_hours
         start_h, length_h = 24.0 * days + lo + offset, np.full(days.shape, hi - lo)
     else:
         lo, hi = p.nightly_duration_h
-        start_h = 24.0 * days + p.nightly_start_h + offset + p.nightly_start_sd_h * normals(
-            seed, keys, _BATTERY, _NIGHTLY, days)
-        length_h = lo + (hi - lo) * uniforms(seed, keys, _BATTERY, _NIGHTLY, days, 1)
+        start_h = 24.0 * days + p.nightly_start_h + offset + p.nightly_start_sd_h * nightly.normals()
+        length_h = lo + (hi - lo) * nightly.uniforms(1)
     return np.where(has, start_h * 3600.0, np.inf), np.where(has, (start_h + length_h) * 3600.0, np.inf)
 
 
-def _plugins(p: TraceParams, seed: int, ids: IntArray, days: IntArray) -> tuple[FloatArray, FloatArray]:
+def _plugins(p: TraceParams, seed: int, ids: IntArray, keys: Stem, days: IntArray) -> tuple[FloatArray, FloatArray]:
     """Each device's Poisson top-ups of each of its ``days`` (count by inversion of the Poisson
-    CDF): starts and ends, a row per device (infinities where it has fewer than the most)."""
-    count = poisson_counts(uniforms(seed, ids[:, None], _BATTERY, _PLUGIN, days, -1), p.plugins_per_day)
+    CDF): starts and ends, a row per device (infinities where it has fewer than the most);
+    ``keys``: ``(seed, ids[:, None], _BATTERY)``."""
+    count = poisson_counts(keys.uniforms(_PLUGIN, days, -1), p.plugins_per_day)
     counts = count.ravel()  # row-major: device by device, its days in order
     total = int(counts.sum())
     who, day = np.repeat(np.repeat(ids, days.shape[1]), counts), np.repeat(days.ravel(), counts)
     i = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)  # the top-up's index in its day
     lo, hi = p.plugin_duration_s
-    start = (day + uniforms(seed, who, _BATTERY, _PLUGIN, day, i)) * DAY_S
-    length = np.maximum(p.step_s, lo + (hi - lo) * uniforms(seed, who, _BATTERY, _PLUGIN, day, i, 1))
+    top_up = stem(seed, who, _BATTERY, _PLUGIN, day, i)
+    start = (day + top_up.uniforms()) * DAY_S
+    length = np.maximum(p.step_s, lo + (hi - lo) * top_up.uniforms(1))
     per_device = count.sum(axis=1)
     rows = np.repeat(np.arange(len(ids)), per_device)
     cols = np.arange(total) - np.repeat(np.cumsum(per_device) - per_device, per_device)
@@ -171,7 +173,8 @@ def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> 
     """The top-up session (start, end) each device plugs in for after its battery fell low at
     ``low_at`` (``lazy_battery.top_ups``, the keyed draws together)."""
     step = reaction_steps(low_at, p)
-    return top_ups(low_at, uniforms(seed, ids, _BATTERY, _REACT, step, 2), uniforms(seed, ids, _BATTERY, _REACT, step), p)
+    keys = stem(seed, ids, _BATTERY, _REACT, step)
+    return top_ups(low_at, keys.uniforms(2), keys.uniforms(), p)
 
 
 def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, p: TraceParams) -> FloatArray:
