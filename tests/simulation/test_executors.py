@@ -69,8 +69,10 @@ def test_the_wire_carries_tensors_bit_for_bit_as_numpy_where_numpy_can() -> None
               "n": torch.tensor([7], dtype=torch.int64), "h": torch.randn(2, dtype=torch.bfloat16),
               "g": torch.ones(2, requires_grad=True)}
     wire = to_wire(params)
-    assert [type(wire[k]).__name__ for k in params] == ["ndarray", "ndarray", "ndarray", "Tensor", "ndarray"]
-    back = from_wire(pickle.loads(pickle.dumps(wire, protocol=5)))
+    assert [type(a).__name__ for a in pickle.loads(wire).values()] == ["ndarray", "ndarray", "ndarray", "Tensor",
+                                                                       "ndarray"]
+    back = from_wire(bytes(wire))
+    assert all(t.numpy().flags.writeable for name, t in back.items() if name != "h")  # trained in place
     for name, tensor in params.items():
         assert back[name].dtype == tensor.dtype and back[name].shape == tensor.shape
         assert bytes(back[name].contiguous().untyped_storage()) == \
@@ -134,7 +136,7 @@ def test_workers_auto_is_one_per_core() -> None:
     workload = _workload()
     pool = ProcessPoolExecutor(workload.recipe, "auto", workload)
     pool.close()
-    assert pool.workers == (os.cpu_count() or 1)
+    assert pool.workers == len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert executors.PARENT_CHECK_S <= 1.0
 
 

@@ -9,8 +9,8 @@ Pool workers die with their parent: each starts a watchdog thread that exits the
 as the process that started it is gone (``kill -9`` of fedfit included), so no orphaned worker
 holding a copy of the data outlives a run; the resource tracker follows once they are gone.
 They ignore Ctrl-C, which the parent answers by shutting the pool down. On Linux they are forked
-from the built workload (``simulation.start_method``); parameters travel both ways as numpy
-arrays (:func:`to_wire`), so a task costs its pickled bytes and no shared-memory hand-off.
+from the built workload (``simulation.start_method``); parameters travel both ways as one
+blob of numpy arrays (:func:`to_wire`), so a task costs one copy of its bytes and no shared-memory hand-off.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -116,34 +117,34 @@ def _exit_with_parent(parent_pid: int) -> None:
     os._exit(1)
 
 
-Wire = dict[str, np.ndarray[Any, Any] | torch.Tensor]
+def to_wire(params: Params) -> bytes:
+    """``params`` pickled once, as numpy arrays, with pickle protocol 5 (one copy of the bytes):
+    a pool's queue would otherwise pickle the tensors with torch's reducer, which moves each
+    storage to shared memory and passes a file descriptor over a socket, or (numpy arrays)
+    with protocol 4, several copies: either costs a small model's step. Dtypes numpy lacks
+    (``bfloat16``) stay tensors, pickled as torch pickles them to a file."""
+    return pickle.dumps({name: t.detach().numpy() if t.dtype in _NUMPY_DTYPES else t for name, t in params.items()},
+                        protocol=5)
 
 
-def to_wire(params: Params) -> Wire:
-    """``params`` as numpy arrays (pickled as plain bytes), not tensors: torch pickles a tensor
-    between processes by moving its storage to shared memory and passing a file descriptor over
-    a socket, which costs more than a small model's training step. Dtypes numpy lacks
-    (``bfloat16``) stay tensors."""
-    return {name: t.detach().numpy() if t.dtype in _NUMPY_DTYPES else t for name, t in params.items()}
-
-
-def from_wire(wire: Wire) -> Params:
-    """The tensors :func:`to_wire` sent, bit for bit."""
-    return {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a for name, a in wire.items()}
+def from_wire(wire: bytes) -> Params:
+    """The tensors :func:`to_wire` sent, bit for bit (writable: protocol 5 sends them as such)."""
+    arrays: dict[str, np.ndarray[Any, Any] | torch.Tensor] = pickle.loads(wire)  # noqa: S301 - our own workers' bytes
+    return {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a for name, a in arrays.items()}
 
 
 _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
                            torch.int8, torch.uint8, torch.bool})
 
 
-def _run_in_worker(plan: TrainPlan, params: Wire, at_s: float) -> tuple[Update, Wire]:
+def _run_in_worker(plan: TrainPlan, params: bytes, at_s: float) -> tuple[Update, bytes]:
     assert _WORKER is not None, "worker not initialised"
     update = _WORKER.run(TrainTask(plan, from_wire(params), at_s))
     return replace(update, params={}), to_wire(update.params)
 
 
 class _PoolHandle:
-    def __init__(self, future: cf.Future[tuple[Update, Wire]]) -> None:
+    def __init__(self, future: cf.Future[tuple[Update, bytes]]) -> None:
         self._future = future
 
     def result(self) -> Update:
