@@ -116,20 +116,38 @@ def test_a_worker_ignores_ctrl_c_and_dies_with_its_parent_by_its_watchdog() -> N
     pool = ProcessPoolExecutor(workload.recipe, 1, workload, "fork")
     try:
         assert _same(pool.submit(task).result(), workload.run(task))
-        (pid,) = list(pool._pool._processes)  # type: ignore[attr-defined]
-        os.kill(pid, signal.SIGINT)
+        (worker,) = pool._pool.workers
+        os.kill(worker.process.pid, signal.SIGINT)
         assert _same(pool.submit(task).result(), workload.run(task))  # the same worker, still serving
-        assert list(pool._pool._processes) == [pid]  # type: ignore[attr-defined]
-        watching = pool._pool.submit(_watchdog_threads).result()
-        assert watching == ["parent-watch"]
+        assert pool._pool.workers == [worker] and worker.process.is_alive()
+    finally:
+        pool.close()
+    assert not worker.process.is_alive()
+
+
+def test_a_task_that_fails_in_a_worker_raises_its_error_in_the_driver() -> None:
+    workload = _workload()
+    bad = TrainTask(TrainPlan(99, 1, micro_batch=8), _tasks(workload)[0].params)  # no device 99
+    pool = ProcessPoolExecutor(workload.recipe, 1, workload, "fork")
+    try:
+        with pytest.raises(IndexError):
+            pool.submit(bad).result()
+        task = _tasks(workload)[1]
+        assert _same(pool.submit(task).result(), workload.run(task))  # the worker survives it
     finally:
         pool.close()
 
 
-def _watchdog_threads() -> list[str]:
-    import threading
-
-    return [t.name for t in threading.enumerate() if t.name == "parent-watch"]
+def test_a_waiting_task_can_be_cancelled_and_a_running_one_cannot() -> None:
+    workload = _workload()
+    tasks = _tasks(workload)
+    pool = ProcessPoolExecutor(workload.recipe, 1, workload, "fork")
+    try:
+        first, second, third = (pool.submit(t) for t in tasks[:3])
+        assert not first.cancel() and second.cancel()
+        assert _same(third.result(), workload.run(tasks[2])) and _same(first.result(), workload.run(tasks[0]))
+    finally:
+        pool.close()
 
 
 def test_workers_auto_is_one_per_core() -> None:

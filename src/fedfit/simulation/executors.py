@@ -15,7 +15,6 @@ blob of numpy arrays (:func:`to_wire`), so a task costs one copy of its bytes an
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import multiprocessing
 import os
 import pickle
@@ -23,16 +22,19 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
 
 from fedfit.errors import ConfigError
+from fedfit.simulation.pool import LeanPool, Pending
 from fedfit.simulation.threads import Auto, pool_workers
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
-from fedfit.types import Params, TrainPlan, Update
+from fedfit.types import Params, Update
 
 
 class Handle(Protocol):
@@ -100,14 +102,15 @@ def start_method(setting: StartMethod, platform: str = sys.platform) -> Literal[
     return setting
 
 
-def _init_worker(source: WorkloadRecipe | Workload, parent_pid: int) -> None:
+def _start_worker(source: WorkloadRecipe | Workload, parent_pid: int) -> Callable[[bytes], tuple[Update, bytes]]:
     """A worker's start: a forked one inherits the parent's workload (no copy, no pickling);
-    a spawned one rebuilds it from the recipe."""
+    a spawned one rebuilds it from the recipe. Returns the task runner."""
     global _WORKER  # noqa: PLW0603 - one workload per worker process, set once at start-up
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to answer; it shuts the pool down
     torch.set_num_threads(1)  # one intra-op thread per concurrently training device (fedfit.simulation.threads)
     _WORKER = source if isinstance(source, Workload) else source.build()
+    return _run_in_worker
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -137,22 +140,23 @@ _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.in
                            torch.int8, torch.uint8, torch.bool})
 
 
-def _run_in_worker(plan: TrainPlan, params: bytes, at_s: float) -> tuple[Update, bytes]:
+def _run_in_worker(message: bytes) -> tuple[Update, bytes]:
     assert _WORKER is not None, "worker not initialised"
+    plan, params, at_s = pickle.loads(message)  # noqa: S301 - the driver's own bytes
     update = _WORKER.run(TrainTask(plan, from_wire(params), at_s))
     return replace(update, params={}), to_wire(update.params)
 
 
 class _PoolHandle:
-    def __init__(self, future: cf.Future[tuple[Update, bytes]]) -> None:
-        self._future = future
+    def __init__(self, pending: Pending) -> None:
+        self._pending = pending
 
     def result(self) -> Update:
-        update, params = self._future.result()
+        update, params = self._pending.result()
         return replace(update, params=from_wire(params))
 
     def cancel(self) -> bool:
-        return self._future.cancel()
+        return self._pending.cancel()
 
 
 class ProcessPoolExecutor:
@@ -166,11 +170,10 @@ class ProcessPoolExecutor:
         self.method = start_method(method)
         source: Workload | WorkloadRecipe = workload if self.method == "fork" and workload is not None else recipe
         self.workers = pool_workers(workers)
-        self._pool = cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context(self.method),
-                                            initializer=_init_worker, initargs=(source, os.getpid()))
+        self._pool = LeanPool(self.workers, self.method, partial(_start_worker, source, os.getpid()))
 
     def submit(self, task: TrainTask) -> Handle:
-        return _PoolHandle(self._pool.submit(_run_in_worker, task.plan, to_wire(task.params), task.at_s))
+        return _PoolHandle(self._pool.submit(pickle.dumps((task.plan, to_wire(task.params), task.at_s), protocol=5)))
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.close()
