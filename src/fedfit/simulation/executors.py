@@ -3,7 +3,7 @@
 The contract is ``submit(task) -> Handle`` with ``Handle.result()`` and ``Handle.cancel()``, so a
 Ray executor (``ray.remote`` tasks returning object refs) fits the same shape. Training is lazy
 in-process (run when its result is first needed, skipped if cancelled) and eager in the pool
-(started at submission, so tasks of a round run in parallel).
+(started as soon as a worker is free, so tasks of a round run in parallel; :mod:`fedfit.simulation.pool`).
 
 Pool workers die with their parent: each starts a watchdog thread that exits the worker as soon
 as the process that started it is gone (``kill -9`` of fedfit included), so no orphaned worker
