@@ -19,7 +19,7 @@ whole-process wall time, imports and Ray start-up included) and samples the CPU 
 system) of its whole process tree: Ray's processes for Flower, pool workers for fedfit.
 Inside, the child times the round loop; per-client-update time = round-loop wall time / client
 updates. fedfit's child starts reading the data set's files before it imports torch, where
-``fedfit run`` does (``fedfit.entry`` → ``fedfit.prefetch``). ``--profile FILE`` writes a cProfile of fedfit's round loop (``local`` rows only).
+``fedfit run`` does (``fedfit.entry`` → ``fedfit.prefetch``). ``--profile FILE`` writes a cProfile of fedfit's round loop (in the driver process; the last fedfit row's).
 
     PYTHONPATH=src python bench/flower_side_by_side.py                      # 100 clients x 10 x 20 rounds
     PYTHONPATH=src python bench/flower_side_by_side.py --clients 1000 --rounds 100   # FLUTE-style
@@ -80,7 +80,7 @@ def run_fedfit(args: argparse.Namespace, executor: str) -> dict[str, float]:
         trace.write_text(ALWAYS_ON)
         config = fedfit_config(args, str(trace), executor)
         updates, accuracy = 0, 0.0
-        profile = cProfile.Profile() if args.profile and executor == "local" else None
+        profile = cProfile.Profile() if args.profile else None  # the driver only on a pool
         with built(config) as exp:
             start, start_cpu = time.perf_counter(), time.process_time()
             if profile is not None:
@@ -269,7 +269,7 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]
     ap.add_argument("--sides", default="fedfit,flower",
                     help="rows, comma-separated: fedfit, fedfit:local, fedfit:process, fedfit:batched, "
                          "fedfit:threads, flower")
-    ap.add_argument("--profile", metavar="FILE", help="write a cProfile of fedfit's round loop (local rows)")
+    ap.add_argument("--profile", metavar="FILE", help="write a cProfile of fedfit's round loop (the driver's; the last fedfit row)")
     ap.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     bad = [side for side in args.sides.split(",") if side not in SIDES]

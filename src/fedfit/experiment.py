@@ -62,7 +62,7 @@ class Experiment:
 
 def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Workload) -> Executor:
     if config.simulation.executor == "process":
-        return ProcessPoolExecutor(recipe, config.simulation.workers)
+        return ProcessPoolExecutor(recipe, config.simulation.workers, workload, config.simulation.start_method)
     if config.simulation.executor == "batched":
         return BatchedExecutor(workload)
     if config.simulation.executor == "threads":

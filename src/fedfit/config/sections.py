@@ -282,12 +282,15 @@ class SimulationConfig(Section):
     ``ray_address``: the Ray cluster ``executor: ray`` joins (``"auto"`` or ``"HOST:PORT"``);
     ``None``: a local one (:mod:`fedfit.simulation.ray_executor`). ``threads``: in this process,
     devices trained concurrently on ``workers`` threads (:mod:`fedfit.simulation.threaded`).
+    ``start_method``: how ``process`` workers start (``"auto"``: fork on Linux, spawn elsewhere;
+    :func:`fedfit.simulation.executors.start_method`).
     """
 
     executor: Literal["local", "process", "batched", "ray", "threads"] = "local"
     workers: PositiveInt | Literal["auto"] = 2
     torch_threads: PositiveInt | Literal["auto"] = "auto"
     ray_address: str | None = None
+    start_method: Literal["auto", "fork", "spawn"] = "auto"
 
 
 class OutputConfig(Section):

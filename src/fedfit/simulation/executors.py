@@ -3,27 +3,38 @@
 The contract is ``submit(task) -> Handle`` with ``Handle.result()`` and ``Handle.cancel()``, so a
 Ray executor (``ray.remote`` tasks returning object refs) fits the same shape. Training is lazy
 in-process (run when its result is first needed, skipped if cancelled) and eager in the pool
-(started at submission, so tasks of a round run in parallel).
+(started as soon as a worker is free, so tasks of a round run in parallel; :mod:`fedfit.simulation.pool`).
 
 Pool workers die with their parent: each starts a watchdog thread that exits the worker as soon
 as the process that started it is gone (``kill -9`` of fedfit included), so no orphaned worker
 holding a copy of the data outlives a run; the resource tracker follows once they are gone.
+They ignore Ctrl-C, which the parent answers by shutting the pool down. On Linux they are forked
+from the built workload (``simulation.start_method``); parameters travel both ways as one
+blob of numpy arrays (:func:`to_wire`), so a task costs one copy of its bytes and no shared-memory hand-off.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import multiprocessing
 import os
+import pickle
+import signal
+import sys
 import threading
 import time
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import Any, Literal, Protocol
 
+import numpy as np
 import torch
 
+from fedfit.errors import ConfigError
+from fedfit.simulation.pool import LeanPool, Pending
 from fedfit.simulation.threads import Auto, pool_workers
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
-from fedfit.types import Update
+from fedfit.types import Params, Update
 
 
 class Handle(Protocol):
@@ -73,12 +84,33 @@ _WORKER: Workload | None = None
 #: How often a pool worker checks that its parent is alive (seconds).
 PARENT_CHECK_S = 0.25
 
+StartMethod = Literal["auto", "fork", "spawn"]
 
-def _init_worker(recipe: WorkloadRecipe, parent_pid: int) -> None:
+
+def start_method(setting: StartMethod, platform: str = sys.platform) -> Literal["fork", "spawn"]:
+    """How pool workers start for ``simulation.start_method``: ``"auto"`` forks on Linux (the
+    workers inherit the built workload copy-on-write and start in milliseconds) and spawns
+    elsewhere (macOS's system libraries are not fork-safe; Windows has no fork).
+
+    >>> start_method("auto", "linux"), start_method("auto", "darwin"), start_method("spawn", "linux")
+    ('fork', 'spawn', 'spawn')
+    """
+    if setting == "auto":
+        return "fork" if platform.startswith("linux") else "spawn"
+    if setting not in multiprocessing.get_all_start_methods():
+        raise ConfigError(f"simulation.start_method: {setting!r} is not available on this platform; use auto or spawn")
+    return setting
+
+
+def _start_worker(source: WorkloadRecipe | Workload, parent_pid: int) -> Callable[[bytes], tuple[Update, bytes]]:
+    """A worker's start: a forked one inherits the parent's workload (no copy, no pickling);
+    a spawned one rebuilds it from the recipe. Returns the task runner."""
     global _WORKER  # noqa: PLW0603 - one workload per worker process, set once at start-up
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to answer; it shuts the pool down
     torch.set_num_threads(1)  # one intra-op thread per concurrently training device (fedfit.simulation.threads)
-    _WORKER = recipe.build()
+    _WORKER = source if isinstance(source, Workload) else source.build()
+    return _run_in_worker
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -88,22 +120,60 @@ def _exit_with_parent(parent_pid: int) -> None:
     os._exit(1)
 
 
-def _run_in_worker(task: TrainTask) -> Update:
+def to_wire(params: Params) -> bytes:
+    """``params`` pickled once, as numpy arrays, with pickle protocol 5 (one copy of the bytes):
+    a pool's queue would otherwise pickle the tensors with torch's reducer, which moves each
+    storage to shared memory and passes a file descriptor over a socket, or (numpy arrays)
+    with protocol 4, several copies: either costs a small model's step. Dtypes numpy lacks
+    (``bfloat16``) stay tensors, pickled as torch pickles them to a file."""
+    return pickle.dumps({name: t.detach().numpy() if t.dtype in _NUMPY_DTYPES else t for name, t in params.items()},
+                        protocol=5)
+
+
+def from_wire(wire: bytes) -> Params:
+    """The tensors :func:`to_wire` sent, bit for bit (writable: protocol 5 sends them as such)."""
+    arrays: dict[str, np.ndarray[Any, Any] | torch.Tensor] = pickle.loads(wire)  # noqa: S301 - our own workers' bytes
+    return {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a for name, a in arrays.items()}
+
+
+_NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
+                           torch.int8, torch.uint8, torch.bool})
+
+
+def _run_in_worker(message: bytes) -> tuple[Update, bytes]:
     assert _WORKER is not None, "worker not initialised"
-    return _WORKER.run(task)
+    plan, params, at_s = pickle.loads(message)  # noqa: S301 - the driver's own bytes
+    update = _WORKER.run(TrainTask(plan, from_wire(params), at_s))
+    return replace(update, params={}), to_wire(update.params)
+
+
+class _PoolHandle:
+    def __init__(self, pending: Pending) -> None:
+        self._pending = pending
+
+    def result(self) -> Update:
+        update, params = self._pending.result()
+        return replace(update, params=from_wire(params))
+
+    def cancel(self) -> bool:
+        return self._pending.cancel()
 
 
 class ProcessPoolExecutor:
     """Trains on a pool of worker processes, each holding its own copy of the workload and
-    training on one intra-op thread; ``workers="auto"``: one per core."""
+    training on one intra-op thread; ``workers="auto"``: one per core. Forked workers (the
+    default on Linux, :func:`start_method`) start at the first submission, from the workload
+    already built here; spawned ones import torch and rebuild it from ``recipe``."""
 
-    def __init__(self, recipe: WorkloadRecipe, workers: int | Auto) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self._pool = cf.ProcessPoolExecutor(max_workers=pool_workers(workers), mp_context=ctx,
-                                            initializer=_init_worker, initargs=(recipe, os.getpid()))
+    def __init__(self, recipe: WorkloadRecipe, workers: int | Auto, workload: Workload | None = None,
+                 method: StartMethod = "auto") -> None:
+        self.method = start_method(method)
+        source: Workload | WorkloadRecipe = workload if self.method == "fork" and workload is not None else recipe
+        self.workers = pool_workers(workers)
+        self._pool = LeanPool(self.workers, self.method, partial(_start_worker, source, os.getpid()))
 
     def submit(self, task: TrainTask) -> Handle:
-        return self._pool.submit(_run_in_worker, task)
+        return _PoolHandle(self._pool.submit(pickle.dumps((task.plan, to_wire(task.params), task.at_s), protocol=5)))
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.close()

@@ -34,10 +34,13 @@ def driver_threads(setting: int | Auto) -> int:
 
 
 def pool_workers(setting: int | Auto, cores: int | None = None) -> int:
-    """Worker processes for ``simulation.workers``: ``"auto"`` is one per core."""
+    """Worker processes for ``simulation.workers``: ``"auto"`` is one per core this process may
+    run on (its CPU affinity, where the platform reports one)."""
     if setting != "auto":
         return setting
-    return max(1, cores if cores is not None else (os.cpu_count() or 1))
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, cores or 1)
 
 
 @contextmanager
