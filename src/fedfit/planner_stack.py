@@ -127,7 +127,8 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
         participation=min(1.0, cohort / config.num_devices),
         streaming=d.stream_noise and config.data.stream is not None,
         calibration=Calibration(prior=c.prior, low=c.low, high=c.high, holding=c.holding) if c.enabled else None,
-        energy_cap=d.energy_cap, plan_for=d.plan_for, sigma_probe=d.sigma_probe)
+        energy_cap=d.energy_cap, plan_for=d.plan_for,
+        sigma_probe=d.sigma_probe and not config.privacy.local.enabled)  # DP-SGD steps take no probe
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
                            data_sizes=data_sizes, lr=t.lr, initial_params=initial,
                            cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None,

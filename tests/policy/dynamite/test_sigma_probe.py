@@ -64,3 +64,19 @@ def test_config_knob_reaches_the_planner_and_its_plans() -> None:
             planner = exp.orchestrator.observer
             assert isinstance(planner, DynamitePlanner)
             assert planner.settings.sigma_probe is value
+
+
+def test_local_dp_tasks_ask_for_no_probe_so_none_is_charged() -> None:
+    """DP-SGD steps take no probe (the trainer skips it), so the planner must not ask for one: the
+    cost model would charge every task an extra batch that never runs."""
+    from fedfit.experiment import built
+    from tests.policy.dynamite.test_dynamite_end_to_end import small
+
+    config = small(privacy={"local": {"enabled": True, "noise_multiplier": 0.5}})
+    with built(config) as exp:
+        planner = exp.orchestrator.observer
+        assert isinstance(planner, DynamitePlanner)
+        assert planner.settings.sigma_probe is False
+        plans = [r.plan for outcome in exp.orchestrator.rounds(exp.initial_params) for r in outcome.results]
+        assert plans and not any(plan.sigma_probe for plan in plans)
+
