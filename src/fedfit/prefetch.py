@@ -23,8 +23,8 @@ from pathlib import Path
 
 from fedfit.overlap import Pending, started
 
-#: Where Debian's ``dataset-fashion-mnist`` puts the IDX files (``fedfit.data.datasets``
-#: ``FASHION_MNIST_DIR``, repeated here: that module imports torch).
+#: Where Debian's ``dataset-fashion-mnist`` package puts the IDX files (defined here, where torch
+#: is not imported; :mod:`fedfit.data.datasets` takes it from here).
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                        "t10k-labels-idx1-ubyte")

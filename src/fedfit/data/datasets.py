@@ -16,9 +16,7 @@ import torch
 
 from fedfit.data.idx import read_idx
 from fedfit.errors import DataError
-
-#: Where Debian's ``dataset-fashion-mnist`` package puts the IDX files.
-FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+from fedfit.prefetch import FASHION_MNIST_DIR as FASHION_MNIST_DIR  # defined where torch is not imported
 #: Per-pixel mean and standard deviation of the Fashion-MNIST training images, on [0, 1].
 FASHION_MNIST_MEAN = 0.2860
 FASHION_MNIST_STD = 0.3530
