@@ -17,11 +17,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterator, Sequence
-from itertools import filterfalse, islice
+from collections.abc import Callable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 _TRIES = 4
 
@@ -43,21 +41,15 @@ def sample_idle(ids: Sequence[int], busy: Callable[[int], bool], count: int, *, 
         need = count - len(chosen)
         if need <= 0:
             break
-        chosen.update(dict.fromkeys(_first_idle(ids, rng.integers(0, len(ids), size=2 * need + 8), busy,
-                                                chosen, need)))
+        for i in rng.integers(0, len(ids), size=2 * need + 8).tolist():
+            device = ids[i]
+            if device not in chosen and not busy(device):
+                chosen[device] = None
+                if len(chosen) == count:
+                    break
     if len(chosen) < count:  # mostly busy: scan once
         idle = [d for d in ids if not busy(d)]
         if len(idle) <= count:
             return idle
         chosen = dict.fromkeys(idle[i] for i in rng.choice(len(idle), size=count, replace=False).tolist())
     return sorted(chosen)
-
-
-def _first_idle(ids: Sequence[int], drawn: npt.NDArray[np.int64], busy: Callable[[int], bool],
-                chosen: Container[int], need: int) -> Iterator[int]:
-    """The first ``need`` devices ``ids[i]`` of the indices ``drawn``, in draw order, that are
-    neither repeats, nor in ``chosen``, nor busy (as testing the draws one by one; ``ids`` are
-    distinct)."""
-    _, first = np.unique(drawn, return_index=True)  # each index's first draw
-    fresh = map(ids.__getitem__, drawn[np.sort(first)].tolist())
-    return islice(filterfalse(busy, filterfalse(chosen.__contains__, fresh)), need)
