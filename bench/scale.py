@@ -391,6 +391,7 @@ def main() -> None:
     parser.add_argument("--no-json", action="store_true", help="checkpoint: skip the format-1 JSON comparison")
     parser.add_argument("--devices", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--threads", nargs="+", default=["1", "2"], help="simulation.torch_threads values")
+    parser.add_argument("--rounds", type=int, default=4, help="fleet: rounds run (the first is not measured)")
     args = parser.parse_args()
     if args.what == "threads":
         for setting in args.threads:
@@ -404,7 +405,8 @@ def main() -> None:
         for n in args.devices:
             for k in args.per_round:
                 if k <= n:
-                    _print(bench_fleet(n, k, trace_model=args.trace_model, breakdown=args.breakdown))
+                    _print(bench_fleet(n, k, rounds=args.rounds, trace_model=args.trace_model,
+                                       breakdown=args.breakdown))
         return
     for n in args.devices:
         row = bench_checkpoint(n, not args.no_json) if args.what == "checkpoint" else bench_partition(n)

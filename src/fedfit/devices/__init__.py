@@ -15,7 +15,8 @@ from fedfit.devices.monitor import Monitor, PsutilMonitor, TraceMonitor
 from fedfit.devices.realistic import CATALOGUES, REALISTIC, catalogue
 from fedfit.devices.registry import DeviceHistory, Registry, UpdateRecord
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
-from fedfit.devices.traces import DeviceTrace, generate_trace, generate_traces, thermal_of, with_consumption
+from fedfit.devices.consumption import with_consumption
+from fedfit.devices.traces import DeviceTrace, generate_trace, generate_traces, thermal_of
 
 __all__ = [
     "CATALOGUES",

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from fedfit.bulk import build_many
 from fedfit.devices import generators as gen
 from fedfit.devices.counter_rng import FloatArray, Stem, stem
 from fedfit.devices.lazy_batch_battery import levels
@@ -146,8 +147,10 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
     free = np.floor(rows.memory * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).astype(np.int64).tolist()
     cpu = np.minimum(1.0, 0.05 + 1.5 * share).tolist()
     links = map(gen.LINKS.__getitem__, code.tolist())
-    # positionally, in DeviceState's field order (a third cheaper than keywords per device)
-    return list(map(DeviceState, free, level_of, charging, temps, thermals, links, bps.tolist(), online.tolist(), cpu))
+    return build_many(DeviceState, len(ids), {  # field by field (fedfit.bulk: a round checks in ~1,000)
+        "free_memory_bytes": free, "battery_fraction": level_of, "charging": charging, "temperature_c": temps,
+        "thermal": thermals, "link": links, "bandwidth_bps": bps.tolist(), "online": online.tolist(),
+        "cpu_utilisation": cpu})
 
 
 def online_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TraceParams, seed: int, ids: IntArray,

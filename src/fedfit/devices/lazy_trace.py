@@ -34,7 +34,8 @@ from fedfit.devices import generators as gen
 from fedfit.devices.counter_rng import FloatArray, cosines, exps, logs, normal, uniform
 from fedfit.devices.lazy_battery import DAY_S, battery_at, sessions
 from fedfit.devices.trace_params import TierBehaviour, TraceParams
-from fedfit.devices.traces import thermal_of, with_consumption
+from fedfit.devices.consumption import with_consumption
+from fedfit.devices.traces import thermal_of
 from fedfit.types import DeviceProfile, DeviceState, Link
 
 _HABITS, _MEMORY, _NETWORK, _AVAILABILITY, _BATTERY, _HEAT = range(6)

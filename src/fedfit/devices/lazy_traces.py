@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import overload
 
 import numpy as np
@@ -133,7 +134,10 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         states = [s for s in found if s is not None]
         if isinstance(t_s, (int, float)) and math.isfinite(t_s) and t_s >= 0:
             overrides = self._overrides
-            self._held = (self._on_grid(t_s), {d: s.online for d, s in zip(devices, states) if d not in overrides})
+            held = dict(zip(devices, map(attrgetter("online"), states)))
+            for d in overrides.keys() & held.keys() if overrides else ():
+                del held[d]
+            self._held = (self._on_grid(t_s), held)
         return states
 
     def _on_grid(self, t_s: float) -> float:

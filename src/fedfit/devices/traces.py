@@ -26,6 +26,7 @@ import numpy as np
 
 from fedfit.devices import battery as battery_gen
 from fedfit.devices import generators as gen
+from fedfit.devices.consumption import with_consumption
 from fedfit.devices.trace_params import TraceParams
 from fedfit.types import DeviceProfile, DeviceState, Link, Thermal
 
@@ -55,30 +56,6 @@ def thermal_of(temperature_c: float | None, params: TraceParams) -> Thermal:
     if temperature_c >= params.warm_c:
         return Thermal.WARM
     return Thermal.NOMINAL
-
-
-def with_consumption(state: DeviceState, profile: DeviceProfile, consumed_j: float) -> DeviceState:
-    """``state`` with ``consumed_j`` joules of training energy taken from the battery.
-
-    The battery fraction drops by ``consumed_j / battery_capacity_j`` (not below 0); an empty
-    battery takes the device offline. Mains-powered devices and unknown levels are unchanged.
-
-    Args:
-        state: the state before consumption.
-        profile: the device's profile (for its battery capacity).
-        consumed_j: energy drawn by training that the trace does not know about, in joules;
-            the caller decides its window (e.g. since the last charge).
-
-    Raises:
-        ValueError: ``consumed_j`` is negative or not finite.
-    """
-    if not math.isfinite(consumed_j) or consumed_j < 0:
-        raise ValueError(f"consumed_j must be finite and >= 0, got {consumed_j!r}")
-    capacity = profile.battery_capacity_j
-    if consumed_j == 0 or capacity is None or state.battery_fraction is None:
-        return state
-    level = max(0.0, state.battery_fraction - consumed_j / capacity)
-    return dataclasses.replace(state, battery_fraction=level, online=state.online and level > 0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
