@@ -18,8 +18,9 @@ Each side runs in its own child process; the parent times the child from spawn t
 whole-process wall time, imports and Ray start-up included) and samples the CPU time (user +
 system) of its whole process tree: Ray's processes for Flower, pool workers for fedfit.
 Inside, the child times the round loop; per-client-update time = round-loop wall time / client
-updates. fedfit's child starts reading the data set's files before it imports torch, where
-``fedfit run`` does (``fedfit.entry`` → ``fedfit.prefetch``). ``--profile FILE`` writes a cProfile of fedfit's round loop (in the driver process; the last fedfit row's).
+updates. fedfit's child starts and ends as ``fedfit run`` does (``fedfit.entry``): it starts reading
+the data set's files before it imports torch (``fedfit.prefetch``), imports with Python's cyclic
+garbage collector paused, and freezes what is alive before it exits. ``--profile FILE`` writes a cProfile of fedfit's round loop (in the driver process; the last fedfit row's).
 
     PYTHONPATH=src python bench/flower_side_by_side.py                      # 100 clients x 10 x 20 rounds
     PYTHONPATH=src python bench/flower_side_by_side.py --clients 1000 --rounds 100   # FLUTE-style
@@ -67,12 +68,14 @@ def fedfit_config(args: argparse.Namespace, trace: str, executor: str) -> Any:
 
 def run_fedfit(args: argparse.Namespace, executor: str) -> dict[str, float]:
     """fedfit's orchestrator over the simulated fleet; returns updates, loop seconds, accuracy."""
+    from fedfit.entry import collector_paused
     from fedfit.prefetch import start_dataset
 
-    start_dataset(args.dataset)  # as ``fedfit run`` does (fedfit.entry): the files read while torch imports
-    import torch
+    with collector_paused():  # as ``fedfit run`` does (fedfit.entry): no collections while importing,
+        start_dataset(args.dataset)  # and the files read while torch imports
+        import torch
 
-    from fedfit.experiment import built
+        from fedfit.experiment import built
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,6 +173,10 @@ def child(args: argparse.Namespace) -> None:
     side = args.side
     result = run_flower(args) if side == "flower" else run_fedfit(args, fedfit_executor(side, args))
     print("RESULT " + json.dumps(result), flush=True)
+    if side != "flower":
+        from fedfit.entry import before_exit
+
+        before_exit()  # as ``fedfit run`` ends (fedfit.entry)
 
 
 #: How often the parent samples the CPU time of a side's process tree (seconds).

@@ -11,6 +11,8 @@ holding a copy of the data outlives a run; the resource tracker follows once the
 They ignore Ctrl-C, which the parent answers by shutting the pool down. On Linux they are forked
 from the built workload (``simulation.start_method``); parameters travel both ways as one
 blob of numpy arrays (:func:`to_wire`), so a task costs one copy of its bytes and no shared-memory hand-off.
+The tasks of a round start from the same global model: it is encoded once and crosses each
+worker's pipe once (a :class:`~fedfit.simulation.pool.Shared` payload), not once per task.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any, Literal, Protocol
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 
 from fedfit.errors import ConfigError
-from fedfit.simulation.pool import LeanPool, Pending
+from fedfit.simulation.pool import LeanPool, Pending, Runner, Shared
 from fedfit.simulation.threads import Auto, pool_workers
 from fedfit.simulation.workload import TrainTask, Workload, WorkloadRecipe
 from fedfit.types import Params, Update
@@ -102,7 +103,7 @@ def start_method(setting: StartMethod, platform: str = sys.platform) -> Literal[
     return setting
 
 
-def _start_worker(source: WorkloadRecipe | Workload, parent_pid: int) -> Callable[[bytes], tuple[Update, bytes]]:
+def _start_worker(source: WorkloadRecipe | Workload, parent_pid: int) -> Runner:
     """A worker's start: a forked one inherits the parent's workload (no copy, no pickling);
     a spawned one rebuilds it from the recipe. Returns the task runner."""
     global _WORKER  # noqa: PLW0603 - one workload per worker process, set once at start-up
@@ -130,7 +131,7 @@ def to_wire(params: Params) -> bytes:
                         protocol=5)
 
 
-def from_wire(wire: bytes) -> Params:
+def from_wire(wire: bytes | memoryview) -> Params:
     """The tensors :func:`to_wire` sent, bit for bit (writable: protocol 5 sends them as such)."""
     arrays: dict[str, np.ndarray[Any, Any] | torch.Tensor] = pickle.loads(wire)  # noqa: S301 - our own workers' bytes
     return {name: torch.from_numpy(a) if isinstance(a, np.ndarray) else a for name, a in arrays.items()}
@@ -140,11 +141,27 @@ _NUMPY_DTYPES = frozenset({torch.float64, torch.float32, torch.float16, torch.in
                            torch.int8, torch.uint8, torch.bool})
 
 
-def _run_in_worker(message: bytes) -> tuple[Update, bytes]:
+def _run_in_worker(message: memoryview, shared: memoryview | None) -> tuple[Update, bytes]:
+    """Train one task: its parameters travel in ``message`` or, ``None`` there, are the shared payload."""
     assert _WORKER is not None, "worker not initialised"
     plan, params, at_s = pickle.loads(message)  # noqa: S301 - the driver's own bytes
-    update = _WORKER.run(TrainTask(plan, from_wire(params), at_s))
+    wire = params if params is not None else shared
+    assert wire is not None, "a task named a shared payload its worker was never sent"
+    update = _WORKER.run(TrainTask(plan, from_wire(wire), at_s))
     return replace(update, params={}), to_wire(update.params)
+
+
+#: What identifies a parameter dict's bytes while its tensors are held: each tensor's name,
+#: identity and in-place version counter.
+_ParamsKey = tuple[tuple[str, int, int], ...]
+
+
+def params_key(params: Params) -> _ParamsKey | None:
+    """The key of ``params`` (valid while its tensors are alive: identities are not reused);
+    ``None`` when a tensor keeps no version counter (an inference tensor), so nothing is shared."""
+    if any(t.is_inference() for t in params.values()):
+        return None
+    return tuple((name, id(t), t._version) for name, t in params.items())
 
 
 class _PoolHandle:
@@ -171,9 +188,24 @@ class ProcessPoolExecutor:
         source: Workload | WorkloadRecipe = workload if self.method == "fork" and workload is not None else recipe
         self.workers = pool_workers(workers)
         self._pool = LeanPool(self.workers, self.method, partial(_start_worker, source, os.getpid()))
+        # the last parameters sent: their key, their tensors (held, so the key stays theirs) and payload
+        self._last: tuple[_ParamsKey, list[torch.Tensor], Shared] | None = None
 
     def submit(self, task: TrainTask) -> Handle:
-        return _PoolHandle(self._pool.submit(pickle.dumps((task.plan, to_wire(task.params), task.at_s), protocol=5)))
+        shared = self._shared(task.params)
+        wire = None if shared is not None else to_wire(task.params)
+        return _PoolHandle(self._pool.submit(pickle.dumps((task.plan, wire, task.at_s), protocol=5), shared))
+
+    def _shared(self, params: Params) -> Shared | None:
+        """``params`` as a shared payload: encoded again only when they are not the last ones sent."""
+        key = params_key(params)
+        if key is None:
+            return None
+        if self._last is None or self._last[0] != key:
+            token = self._last[2].token + 1 if self._last is not None else 0
+            self._last = (key, list(params.values()), Shared(token, to_wire(params)))
+        return self._last[2]
 
     def close(self) -> None:
         self._pool.close()
+        self._last = None

@@ -8,6 +8,11 @@ one: a worker holds at most one task, the rest wait in the driver, in submission
 to the next worker that finishes (any assignment gives the same updates: a task's update is a
 pure function of the task). A cancelled task still waiting is dropped; a running one finishes
 and its update is discarded.
+
+Bytes that many tasks share (a round's global model, sent with each of its tasks) travel as a
+:class:`Shared` payload: a worker is sent it once, before the first task of its own that names
+it, and keeps the latest one it got, so a round's model crosses each pipe once rather than once
+per task.
 """
 
 from __future__ import annotations
@@ -22,13 +27,23 @@ from typing import Any
 
 #: Seconds a closing pool waits for a worker to exit before killing it.
 JOIN_S = 5.0
+#: The first byte of each frame the driver sends a worker: a task, or a shared payload.
+_TASK, _SHARED = b"t", b"s"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A payload several tasks need: ``token`` names it (a new payload, a new token)."""
+
+    token: int
+    payload: bytes
 
 
 class Pending:
     """One task's result, once a worker has sent it."""
 
-    def __init__(self, pool: LeanPool, message: bytes) -> None:
-        self.pool, self.message = pool, message
+    def __init__(self, pool: LeanPool, message: bytes, shared: Shared | None = None) -> None:
+        self.pool, self.message, self.shared = pool, message, shared
         self.done, self.cancelled = False, False
         self.value: Any = None
         self.error: BaseException | None = None
@@ -53,21 +68,31 @@ class _Worker:
     process: Any
     conn: Connection
     task: Pending | None = field(default=None)
+    shared: int | None = field(default=None)  # the token of the shared payload it holds
 
 
-def serve_tasks(conn: Connection, others: list[Connection], start: Callable[[], Callable[[bytes], Any]]) -> None:
-    """A worker's loop: ``start()`` returns the task runner; each message is run and answered
-    with ``(ok, value or exception)``, pickled; end of file (the driver closed or died) ends it."""
+#: A worker's task runner: ``(message, the latest shared payload or None) -> value``.
+Runner = Callable[[memoryview, memoryview | None], Any]
+
+
+def serve_tasks(conn: Connection, others: list[Connection], start: Callable[[], Runner]) -> None:
+    """A worker's loop: ``start()`` returns the task runner; each task is run with the latest
+    shared payload and answered with ``(ok, value or exception)``, pickled; end of file (the
+    driver closed or died) ends it."""
     for other in others:  # a forked worker's copies of the other pipes' ends: closed, so EOF reaches their owners
         other.close()
     run = start()
+    shared: memoryview | None = None
     while True:
         try:
-            message = conn.recv_bytes()
+            frame = conn.recv_bytes()
         except (EOFError, OSError):
             return
+        if frame[:1] == _SHARED:
+            shared = memoryview(frame)[1:]
+            continue
         try:
-            answer = pickle.dumps((True, run(message)), protocol=5)
+            answer = pickle.dumps((True, run(memoryview(frame)[1:], shared)), protocol=5)
         except Exception as error:  # noqa: BLE001 - handed to the driver, which raises it
             answer = pickle.dumps((False, error), protocol=5)
         try:
@@ -79,15 +104,17 @@ def serve_tasks(conn: Connection, others: list[Connection], start: Callable[[], 
 class LeanPool:
     """``workers`` processes of start method ``method``, each running ``serve_tasks(..., start)``."""
 
-    def __init__(self, workers: int, method: str, start: Callable[[], Callable[[bytes], Any]]) -> None:
+    def __init__(self, workers: int, method: str, start: Callable[[], Runner]) -> None:
         self.size, self.method, self.start = workers, method, start
         self.workers: list[_Worker] = []
         self.waiting: deque[Pending] = deque()
 
-    def submit(self, message: bytes) -> Pending:
+    def submit(self, message: bytes, shared: Shared | None = None) -> Pending:
+        """Queue a task: ``message`` for the worker's runner, with ``shared`` sent to the worker
+        first unless it holds that payload already."""
         if not self.workers:
             self._launch()
-        pending = Pending(self, message)
+        pending = Pending(self, _TASK + message, shared)
         self.waiting.append(pending)
         self._dispatch()
         return pending
@@ -108,8 +135,11 @@ class LeanPool:
     def _dispatch(self) -> None:
         for worker in self.workers:
             if worker.task is None and self.waiting:
-                worker.task = self.waiting.popleft()
-                worker.conn.send_bytes(worker.task.message)
+                task = worker.task = self.waiting.popleft()
+                if task.shared is not None and worker.shared != task.shared.token:
+                    worker.conn.send_bytes(_SHARED + task.shared.payload)
+                    worker.shared = task.shared.token
+                worker.conn.send_bytes(task.message)
 
     def serve(self) -> None:
         """Wait for at least one busy worker's answer, record it and give that worker the next task."""
