@@ -120,9 +120,18 @@ class SubModelExchange:
         Raises:
             UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
         """
+        return self._receive(update, self._take(update), master, weight, known_finite, known_valid)
+
+    def _take(self, update: Update) -> CoordinateMap | None:
+        """The coordinate map of the sub-model sent for ``update``'s task, forgotten (``None``: none kept)."""
         cmap = self._pending.pop((update.device_id, update.round), None)
         if update.round in self._rounds.get(update.device_id, []):
             self._rounds[update.device_id].remove(update.round)
+        return cmap
+
+    def _receive(self, update: Update, cmap: CoordinateMap | None, master: Params, weight: float,
+                 known_finite: bool, known_valid: bool) -> tuple[Params, Masks | None]:
+        """:meth:`incoming` of ``update``, sent the sub-model of ``cmap``."""
         if cmap is None or not cmap.kept:
             return self._incoming_whole(update, master, weight, known_finite, known_valid)
         validate_params(cmap.extract(master), update.params, known_finite=known_finite)
@@ -135,8 +144,25 @@ class SubModelExchange:
 
     def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
         """:meth:`incoming` of each of ``updates`` in order (a rejection as its error), the
-        checks against the whole master of all of them done together (:func:`_each`)."""
-        return _each(self.incoming, updates, master, weights)
+        checks against the whole master of all of them done together (:func:`_known`). Without
+        width groups (no scores to accumulate), an update of the whole model known valid and
+        without element masks is taken as :meth:`_incoming_whole` takes it, in this loop."""
+        out: list[Received] = []
+        counted = 0
+        plain = not self.groups
+        for update, weight, (valid, finite) in zip(updates, weights, _known(master, updates), strict=True):
+            cmap = self._take(update)
+            if plain and valid and not update.masks and (cmap is None or not cmap.kept):
+                out.append((dict(update.params), None))
+                counted += weight > 0
+                continue
+            try:
+                out.append(self._receive(update, cmap, master, weight, finite, valid))
+            except UpdateRejected as rejected:
+                out.append(rejected)
+        if counted:  # what _incoming_whole counts, once
+            self.stats = ChannelStats(dict(self.stats.scores), self.stats.updates + counted)
+        return out
 
     def _incoming_whole(self, update: Update, master: Params, weight: float,
                         known_finite: bool, known_valid: bool) -> tuple[Params, Masks | None]:
@@ -206,22 +232,26 @@ class _Incoming(Protocol):
 
 
 def _each(incoming: _Incoming, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
-    """``incoming`` of each update in order, told which are known valid against the whole
-    master (:func:`valid_rows`) and which of the others known finite (:func:`finite_rows`: a
-    sub-model's update); a rejection as its error."""
+    """``incoming`` of each update in order, told what :func:`_known` knows of it; a rejection as its error."""
+    out: list[Received] = []
+    for update, weight, (valid, finite) in zip(updates, weights, _known(master, updates), strict=True):
+        try:
+            out.append(incoming(update, master, weight, known_finite=finite, known_valid=valid))
+        except UpdateRejected as rejected:
+            out.append(rejected)
+    return out
+
+
+def _known(master: Params, updates: Sequence[Update]) -> list[tuple[bool, bool]]:
+    """(valid, finite) of each update: known valid against the whole master (:func:`valid_rows`),
+    known finite (so are the valid ones; of the others, :func:`finite_rows`: a sub-model's update)."""
     params = [u.params for u in updates]
     valid = valid_rows(master, params)
     others = [i for i, ok in enumerate(valid) if not ok]
     finite = valid.copy()
     for i, ok in zip(others, finite_rows([params[i] for i in others]), strict=True):
         finite[i] = ok
-    out: list[Received] = []
-    for update, weight, ok, known in zip(updates, weights, valid, finite, strict=True):
-        try:
-            out.append(incoming(update, master, weight, known_finite=known, known_valid=ok))
-        except UpdateRejected as rejected:
-            out.append(rejected)
-    return out
+    return list(zip(valid, finite))
 
 
 class Exchange(Protocol):

@@ -253,8 +253,9 @@ class SimulatedFleet:
         return result_of(item, None if item.handle is None else item.handle.result())
 
     def next_results(self, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
-        """:func:`~fedfit.orchestration.contract.due_results` in one call (:func:`~fedfit.simulation.in_flight.pop_due_results`): every due result popped
-        (a success is known before training: it has a task), then trained in that order (training
+        """:func:`~fedfit.orchestration.contract.due_results` in one call
+        (:func:`~fedfit.simulation.in_flight.pop_due_results`): every due result popped (a
+        success is known before training: it has a task), then trained in that order (training
         is a pure function of the task), so the results are ``next_result``'s, while the queue's
         bookkeeping runs back to back instead of after each training step (out of the caches)."""
         self._flush()
