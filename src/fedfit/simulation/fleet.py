@@ -185,10 +185,11 @@ class SimulatedFleet:
         """Check the tasks that passed their dispatch checks mid-task (together), spend each
         task's energy, start training the successes and queue every task in dispatch order."""
         looks = [i for i, ending in enumerate(endings) if ending is None]
-        offline = offline_during_many(self._online_many, [(plans[i].device_id, now_s[i], now_s[i] + costs[i].duration_s)
-                                                          for i in looks])
-        for i, at in zip(looks, offline):
-            endings[i] = after_check(plans[i], costs[i], now_s[i], at)
+        ends = [now_s[i] + costs[i].duration_s for i in looks]
+        offline = offline_during_many(self._online_many, [(plans[i].device_id, now_s[i], end)
+                                                          for i, end in zip(looks, ends)])
+        for i, at, end in zip(looks, offline, ends):  # after_check's ending, that of a device that stayed online inline
+            endings[i] = (end, None, costs[i].energy_j) if at is None else after_check(plans[i], costs[i], now_s[i], at)
         consumed, submit = self._consumed_j, self._executor.submit
         self._seen = {}  # energy is spent below
         items: list[InFlight] = []
