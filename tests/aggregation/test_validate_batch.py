@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from fedfit.aggregation import validate_params
-from fedfit.aggregation.validate import all_finite, finite_rows
+from fedfit.aggregation.validate import all_finite, finite_rows, valid_rows
 from fedfit.errors import UpdateRejected
 from fedfit.orchestration.submodels import FullModelExchange
 from fedfit.types import Update
@@ -54,3 +54,52 @@ def test_incoming_many_rejects_what_incoming_rejects() -> None:
     for update, g in zip(updates, got):
         if not isinstance(g, UpdateRejected):
             assert g == exchange.incoming(update, master, 1.0)
+
+
+def _passes(master: dict[str, torch.Tensor], params: dict[str, object]) -> bool:
+    try:
+        validate_params(master, params)  # type: ignore[arg-type]
+    except UpdateRejected:
+        return False
+    return True
+
+
+def test_valid_rows_says_what_each_updates_own_validation_says() -> None:
+    master = {"w": torch.zeros(2, 3), "b": torch.zeros(2), "n": torch.tensor(0)}
+    updates: list[dict[str, object]] = [
+        {"w": torch.ones(2, 3), "b": torch.ones(2), "n": torch.tensor(4)},  # valid
+        {"w": torch.ones(2, 3)},                                             # a subset of the names: valid
+        {"w": torch.ones(3, 2), "b": torch.ones(2)},                         # wrong shape
+        {"w": torch.ones(2, 3, dtype=torch.float64)},                        # wrong dtype
+        {"w": torch.ones(2, 3), "x": torch.ones(1)},                         # unknown name
+        {"w": [[1.0] * 3] * 2},                                              # not a tensor
+        {"b": torch.tensor([1.0, NAN])},                                     # non-finite
+        {"w": torch.full((2, 3), 3.0e38)},                                   # sum overflows, entries finite: valid
+        {"n": torch.tensor(2.0)},                                            # counter of the wrong dtype
+        {},                                                                  # holds nothing: valid
+    ]
+
+    assert valid_rows(master, updates) == [True, True, False, False, False, False, False, True, False, True]  # type: ignore[arg-type]
+    assert valid_rows(master, updates) == [_passes(master, u) for u in updates]  # type: ignore[arg-type]
+
+
+def test_sub_model_updates_are_checked_against_the_sub_model() -> None:
+    from fedfit.models import MLP
+    from fedfit.models.coordinates import width_groups
+    from fedfit.orchestration.submodels import SubModelExchange
+    from fedfit.types import TrainPlan
+
+    groups = width_groups(MLP(2, 2, hidden=4))
+    exchange = SubModelExchange(groups, lambda w: {g.name: g.size for g in width_groups(MLP(2, 2, w, hidden=4))})
+    master = {k: v.detach().clone() for k, v in MLP(2, 2, hidden=4).state_dict().items()}
+    half = exchange.outgoing(TrainPlan(0, 0, 1, width=0.5), master)
+    exchange.outgoing(TrainPlan(1, 0, 1, width=0.5), master)
+    whole = exchange.outgoing(TrainPlan(2, 0, 1, width=1.0), master)
+    updates = [Update(0, 0, {k: v + 1 for k, v in half.items()}, 1, 1, 1, 1, 1, 0.0),
+               Update(1, 0, {k: v + 1 for k, v in master.items()}, 1, 1, 1, 1, 1, 0.0),  # the master's shapes: wrong
+               Update(2, 0, {k: v + 1 for k, v in whole.items()}, 1, 1, 1, 1, 1, 0.0)]
+
+    got = exchange.incoming_many(updates, master, [1.0, 1.0, 1.0])
+
+    assert [isinstance(g, UpdateRejected) for g in got] == [False, True, False]
+    assert "shape" in str(got[1])

@@ -82,3 +82,38 @@ def test_narrow_plans_still_slice() -> None:
     sent = exchange.outgoing(TrainPlan(device_id=0, round=0, micro_batch=1, width=0.5), master)
 
     assert tuple(sent["fc2.weight"].shape) == (2, 2)
+
+
+def test_a_rounds_updates_without_width_groups_are_received_as_one_by_one() -> None:
+    """incoming_many's in-loop path (no width groups) gives incoming's results, rejections and count."""
+    master = {"w": torch.zeros(3, 2), "b": torch.zeros(3)}
+    together, alone = (SubModelExchange((), lambda w: {}, seed=1) for _ in range(2))
+    masked = {"w": torch.tensor([[True, False]] * 3)}
+    params = [{"w": torch.ones(3, 2), "b": torch.ones(3)},
+              {"w": torch.ones(2, 3), "b": torch.ones(3)},                        # wrong shape: rejected
+              {"w": torch.full((3, 2), float("nan")), "b": torch.ones(3)},        # non-finite: rejected
+              {"w": torch.ones(3, 2), "b": torch.ones(3)},                        # with element masks
+              {"w": torch.ones(3, 2)}]                                            # a subset of the names
+    updates = [Update(d, 4, p, 1, 1, 1, 1, 1, 0.0, masks=masked if d == 3 else None) for d, p in enumerate(params)]
+    weights = [1.0, 1.0, 1.0, 2.0, 0.0]
+    for exchange in (together, alone):
+        for d in range(len(updates)):
+            exchange.outgoing(TrainPlan(device_id=d, round=4, micro_batch=1), master)
+
+    got = together.incoming_many(updates, master, weights)
+    expected = []
+    for update, weight in zip(updates, weights):
+        try:
+            expected.append(alone.incoming(update, master, weight))
+        except UpdateRejected as rejected:
+            expected.append(rejected)
+
+    assert [isinstance(g, UpdateRejected) for g in got] == [False, True, True, False, False]
+    assert [str(g) for g in got if isinstance(g, UpdateRejected)] == [str(e) for e in expected if isinstance(e, UpdateRejected)]
+    for g, e in zip(got, expected):
+        if not isinstance(g, UpdateRejected):
+            assert not isinstance(e, UpdateRejected)
+            assert g[0].keys() == e[0].keys() and all(torch.equal(g[0][k], e[0][k]) for k in g[0])
+            assert (g[1] is None) == (e[1] is None)
+    assert together.stats.updates == alone.stats.updates == 2  # weight > 0 and accepted
+    assert together.state().pending == alone.state().pending == {}

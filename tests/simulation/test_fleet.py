@@ -167,3 +167,20 @@ def test_non_finite_update_is_rejected_and_counted() -> None:
     assert outcome.report.participants_by_tier == {}
     for name, value in initial.items():
         assert torch.equal(outcome.params[name], value)
+
+
+def test_checked_in_states_are_read_again_at_dispatch_until_energy_is_spent() -> None:
+    """A snapshot at the check-in's time is its state with the energy spent so far (0.9 of a
+    36 kJ battery, minus what each finished task drew), before and after tasks finish."""
+    _, _, fleet, _, initial = _setup(3, [state(battery_fraction=0.9)] * 3)
+    first = fleet.snapshot_many([0, 1, 2], 0.0)
+    assert [s.battery_fraction for s in first] == [0.9] * 3
+    assert fleet.snapshot(1, 0.0) is first[1]  # read again, not recomputed
+
+    fleet.dispatch(TrainPlan(device_id=1, round=0, micro_batch=8), initial, 0.0)
+    spent = fleet.energy_used_j(1)  # finishes the dispatched task: its energy is spent
+    assert spent > 0
+    again = fleet.snapshot(1, 0.0)
+    assert again.battery_fraction == 0.9 - spent / 36000.0
+    assert fleet.snapshot(0, 0.0).battery_fraction == 0.9
+    assert fleet.snapshot_many([1], 0.0)[0] == again

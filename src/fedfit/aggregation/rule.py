@@ -91,17 +91,31 @@ def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule
     """
     if not arrivals:
         return master
-    weights = [rule.weighting(a.update) * a.participation for a in arrivals]
-    discounts = [rule.staleness(a.staleness) for a in arrivals]
-    lengths = [normalising_length(a.update.steps, rule.fednova) if rule.fednova else 1.0 for a in arrivals]
-    contributions = [
-        Contribution(normalised_params(master, a.master_params, n) if rule.fednova else a.master_params, w * s,
-                     a.masks)
-        for a, w, s, n in zip(arrivals, weights, discounts, lengths, strict=True)
-    ]
+    weighting, fednova = rule.weighting, rule.fednova
+    weights = [weighting(a.update) * a.participation for a in arrivals]
+    discounts = _discounts(rule.staleness, [a.staleness for a in arrivals])
+    if fednova:
+        lengths = [normalising_length(a.update.steps, fednova) for a in arrivals]
+        contributions = [Contribution(normalised_params(master, a.master_params, n), w * s, a.masks)
+                         for a, w, s, n in zip(arrivals, weights, discounts, lengths, strict=True)]
+    else:
+        lengths = [1.0] * len(arrivals)
+        contributions = [Contribution(a.update.params if a.params is None else a.params, w * s, a.masks)
+                         for a, w, s in zip(arrivals, weights, discounts, strict=True)]
     if sum(c.weight for c in contributions) <= 0:
         return master
     averaged = rule.combine(master, contributions)
-    tau_eff = effective_steps([c.weight for c in contributions], lengths) if rule.fednova else 1.0
+    tau_eff = effective_steps([c.weight for c in contributions], lengths) if fednova else 1.0
     return server_step(master, averaged, server_scale(server_lr=rule.server_lr, weights=weights,
                                                       discounts=discounts, tau_eff=tau_eff))
+
+
+def _discounts(staleness: StalenessFn, elapsed: list[int]) -> list[float]:
+    """``staleness(t)`` of each ``t`` in ``elapsed``, asked once per distinct ``t`` (a pure
+    function; a round's updates are mostly equally stale).
+
+    >>> _discounts(StalenessDiscount("polynomial", exponent=1.0), [0, 1, 0, 3])
+    [1.0, 0.5, 1.0, 0.25]
+    """
+    once = {t: staleness(t) for t in set(elapsed)}
+    return [once[t] for t in elapsed]

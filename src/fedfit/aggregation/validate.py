@@ -75,6 +75,46 @@ def finite_rows(updates: Sequence[Params]) -> list[bool]:
     return known
 
 
+def valid_rows(master: Params, updates: Sequence[Params]) -> list[bool]:
+    """Whether each of ``updates`` is known to pass :func:`validate_params` against ``master``
+    (names among the master's, its shapes and dtypes, every floating value finite), checked a
+    parameter name at a time for the whole batch, the finite values as :func:`finite_rows` does.
+
+    ``False`` only means "not known": such an update is checked on its own, so the error that
+    rejects it is :func:`validate_params`'s.
+
+    >>> master = {"w": torch.zeros(2)}
+    >>> valid_rows(master, [{"w": torch.ones(2)}, {"w": torch.ones(3)}, {"v": torch.ones(2)}, {}])
+    [True, False, False, True]
+    """
+    names = master.keys()
+    known = [params.keys() <= names for params in updates]
+    for name, ref in master.items():
+        rows = [i for i, params in enumerate(updates) if name in params]
+        dtype, shape = ref.dtype, ref.shape
+        good = []
+        for i in rows:
+            value = updates[i][name]
+            if isinstance(value, torch.Tensor) and value.dtype == dtype and value.shape == shape:
+                good.append(i)
+            else:
+                known[i] = False
+        if good and ref.is_floating_point() and ref.numel():
+            for i, finite in zip(good, _finite_stacked([updates[i][name] for i in good]), strict=True):
+                known[i] = known[i] and finite
+    return known
+
+
+def _finite_stacked(values: list[torch.Tensor]) -> list[bool]:
+    """Whether every entry of each of ``values`` (tensors of one shape and dtype) is finite: one
+    stacked sum per row, the entries of a row whose sum is not finite looked at."""
+    stacked = torch.stack(values).reshape(len(values), -1)
+    finite = [True] * len(values)
+    for j in torch.nonzero(~torch.isfinite(stacked.sum(dim=1))).flatten().tolist():
+        finite[j] = bool(torch.isfinite(stacked[j]).all())
+    return finite
+
+
 def validate_masks(params: Params, masks: dict[str, torch.Tensor] | None) -> None:
     """Raise :class:`UpdateRejected` unless every mask is a boolean tensor shaped like its parameter.
 

@@ -20,7 +20,7 @@ from typing import Protocol
 import torch
 
 from fedfit.aggregation import Contribution, validate_masks, validate_params
-from fedfit.aggregation.validate import finite_rows
+from fedfit.aggregation.validate import finite_rows, valid_rows
 from fedfit.errors import UpdateRejected
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats, accumulate
@@ -105,7 +105,7 @@ class SubModelExchange:
         return dict(master) if not cmap.kept else cmap.extract(master)
 
     def incoming(self, update: Update, master: Params, weight: float, *,
-                 known_finite: bool = False) -> tuple[Params, Masks | None]:
+                 known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]:
         """``update`` in master coordinates, with the masks of the coordinates it held.
 
         Args:
@@ -113,15 +113,27 @@ class SubModelExchange:
             master: the current master (fills the coordinates the update did not hold).
             weight: the update's aggregation weight (for the channel statistics).
             known_finite: its values are already known finite (:meth:`incoming_many`).
+            known_valid: it already passed :func:`~fedfit.aggregation.validate_params` against
+                the whole ``master`` (:meth:`incoming_many`): not checked again when the whole
+                model was sent (a sub-model's update is checked against the sub-model).
 
         Raises:
             UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
         """
+        return self._receive(update, self._take(update), master, weight, known_finite, known_valid)
+
+    def _take(self, update: Update) -> CoordinateMap | None:
+        """The coordinate map of the sub-model sent for ``update``'s task, forgotten (``None``: none kept)."""
         cmap = self._pending.pop((update.device_id, update.round), None)
         if update.round in self._rounds.get(update.device_id, []):
             self._rounds[update.device_id].remove(update.round)
+        return cmap
+
+    def _receive(self, update: Update, cmap: CoordinateMap | None, master: Params, weight: float,
+                 known_finite: bool, known_valid: bool) -> tuple[Params, Masks | None]:
+        """:meth:`incoming` of ``update``, sent the sub-model of ``cmap``."""
         if cmap is None or not cmap.kept:
-            return self._incoming_whole(update, master, weight, known_finite)
+            return self._incoming_whole(update, master, weight, known_finite, known_valid)
         validate_params(cmap.extract(master), update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         held = {name: master[name] for name in update.params}  # frozen layers are not held
@@ -132,18 +144,38 @@ class SubModelExchange:
 
     def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
         """:meth:`incoming` of each of ``updates`` in order (a rejection as its error), the
-        finite-value checks of all of them done together (:func:`finite_rows`)."""
-        return _each(self.incoming, updates, master, weights)
+        checks against the whole master of all of them done together (:func:`_known`). Without
+        width groups (no scores to accumulate), an update of the whole model known valid and
+        without element masks is taken as :meth:`_incoming_whole` takes it, in this loop."""
+        out: list[Received] = []
+        counted = 0
+        plain = not self.groups
+        for update, weight, (valid, finite) in zip(updates, weights, _known(master, updates), strict=True):
+            cmap = self._take(update)
+            if plain and valid and not update.masks and (cmap is None or not cmap.kept):
+                out.append((dict(update.params), None))
+                counted += weight > 0
+                continue
+            try:
+                out.append(self._receive(update, cmap, master, weight, finite, valid))
+            except UpdateRejected as rejected:
+                out.append(rejected)
+        if counted:  # what _incoming_whole counts, once
+            self.stats = ChannelStats(dict(self.stats.scores), self.stats.updates + counted)
+        return out
 
     def _incoming_whole(self, update: Update, master: Params, weight: float,
-                        known_finite: bool) -> tuple[Params, Masks | None]:
+                        known_finite: bool, known_valid: bool) -> tuple[Params, Masks | None]:
         """:meth:`incoming` of an update of the whole model: its own tensors (never changed),
         its element masks, no slicing or scattering."""
-        validate_params(master, update.params, known_finite=known_finite)
+        if not known_valid:
+            validate_params(master, update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         full = dict(update.params)
-        if weight > 0:
+        if weight > 0 and self.groups:
             self.stats = accumulate(self.stats, self.groups, master, full, self._whole, weight)
+        elif weight > 0:  # no width groups: no scores, only the count (what accumulate returns)
+            self.stats = ChannelStats(dict(self.stats.scores), self.stats.updates + 1)
         return full, dict(update.masks) if update.masks else None
 
     def state(self) -> ExchangeState:
@@ -181,31 +213,45 @@ class FullModelExchange:
         return master
 
     def incoming(self, update: Update, master: Params, weight: float, *,
-                 known_finite: bool = False) -> tuple[Params, Masks | None]:
-        """The validated update, holding its element masks' coordinates (all, without masks)."""
-        validate_params(master, update.params, known_finite=known_finite)
+                 known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]:
+        """The validated update, holding its element masks' coordinates (all, without masks);
+        ``known_valid``: it already passed ``validate_params`` against ``master``."""
+        if not known_valid:
+            validate_params(master, update.params, known_finite=known_finite)
         validate_masks(update.params, update.masks)
         return update.params, update.masks
 
     def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
-        """:meth:`incoming` of each of ``updates`` in order, finite checks done together."""
+        """:meth:`incoming` of each of ``updates`` in order, their checks done together."""
         return _each(self.incoming, updates, master, weights)
 
 
 class _Incoming(Protocol):
     def __call__(self, update: Update, master: Params, weight: float, *,
-                 known_finite: bool = False) -> tuple[Params, Masks | None]: ...
+                 known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]: ...
 
 
 def _each(incoming: _Incoming, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
-    """``incoming`` of each update in order, told which are known finite; a rejection as its error."""
+    """``incoming`` of each update in order, told what :func:`_known` knows of it; a rejection as its error."""
     out: list[Received] = []
-    for update, weight, finite in zip(updates, weights, finite_rows([u.params for u in updates]), strict=True):
+    for update, weight, (valid, finite) in zip(updates, weights, _known(master, updates), strict=True):
         try:
-            out.append(incoming(update, master, weight, known_finite=finite))
+            out.append(incoming(update, master, weight, known_finite=finite, known_valid=valid))
         except UpdateRejected as rejected:
             out.append(rejected)
     return out
+
+
+def _known(master: Params, updates: Sequence[Update]) -> list[tuple[bool, bool]]:
+    """(valid, finite) of each update: known valid against the whole master (:func:`valid_rows`),
+    known finite (so are the valid ones; of the others, :func:`finite_rows`: a sub-model's update)."""
+    params = [u.params for u in updates]
+    valid = valid_rows(master, params)
+    others = [i for i, ok in enumerate(valid) if not ok]
+    finite = valid.copy()
+    for i, ok in zip(others, finite_rows([params[i] for i in others]), strict=True):
+        finite[i] = ok
+    return list(zip(valid, finite))
 
 
 class Exchange(Protocol):
@@ -214,6 +260,6 @@ class Exchange(Protocol):
     def outgoing(self, plan: TrainPlan, master: Params) -> Params: ...
 
     def incoming(self, update: Update, master: Params, weight: float, *,
-                 known_finite: bool = False) -> tuple[Params, Masks | None]: ...
+                 known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]: ...
 
     def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]: ...

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
 from fedfit.devices.registry import Registry
@@ -183,9 +183,12 @@ class SyncOrchestrator:
     def _run_round(self, r: int, state: SyncState, tally: RoundTally) -> tuple[list[TaskResult], float]:
         k, now_s = self.config.clients_per_round, state.now_s
         invite = math.ceil(k * (1 + self.config.over_selection))
-        for plan in self._plans(self._candidates(r, invite), invite, r, now_s):
-            self.fleet.dispatch(plan, self.submodels.outgoing(plan, state.params), now_s)
-            tally.invited[self.fleet.profile(plan.device_id).tier] += 1
+        plans = self._plans(self._candidates(r, invite), invite, r, now_s)
+        dispatch, outgoing, params = self.fleet.dispatch, self.submodels.outgoing, state.params
+        for plan in plans:
+            dispatch(plan, outgoing(plan, params), now_s)
+        profile = self.fleet.profile
+        tally.invited.update([profile(plan.device_id).tier for plan in plans])  # counted in plan order, as dispatched
         return self._collect(r, now_s, k, tally)
 
     def _candidates(self, r: int, invite: int) -> list[int]:
@@ -223,25 +226,27 @@ class SyncOrchestrator:
         return results, end_s if end_s > now_s else now_s + self.config.idle_wait_s
 
     def _aggregate(self, r: int, params: Params, results: list[TaskResult], tally: RoundTally) -> Params:
-        fresh: list[tuple[TaskResult, Update]] = []
         # summed in device order, not arrival order: float sums depend on their order, and arrival
         # order is the wall clock's in a deployment (same round, same updates -> same model bits)
-        for res in sorted(results, key=lambda res: (res.plan.round, res.plan.device_id)):
-            if not isinstance(res.outcome, Update):
-                continue
-            if self.config.max_staleness is not None and r - res.plan.round > self.config.max_staleness:
-                tally.participants[res.tier] -= 1
-                tally.count_failure(res.tier, FailureCause.STALE)
-                continue
-            fresh.append((res, res.outcome))
-        weights = [self.rule.weighting(update) for _, update in fresh]
+        fresh = sorted([res for res in results if isinstance(res.outcome, Update)],
+                       key=lambda res: (res.plan.round, res.plan.device_id))
+        limit = self.config.max_staleness
+        if limit is not None:
+            for res in fresh:
+                if r - res.plan.round > limit:
+                    tally.participants[res.tier] -= 1
+                    tally.count_failure(res.tier, FailureCause.STALE)
+            fresh = [res for res in fresh if r - res.plan.round <= limit]
+        updates = [cast(Update, res.outcome) for res in fresh]
+        weighting, participation, record_fold = self.rule.weighting, self.rule.participation, self.registry.record_fold
         arrivals = []
-        for (res, update), got in zip(fresh, self.submodels.incoming_many([u for _, u in fresh], params, weights)):
+        for res, update, got in zip(fresh, updates, self.submodels.incoming_many(updates, params,
+                                                                                  [weighting(u) for u in updates])):
             if isinstance(got, UpdateRejected):
                 tally.count_rejected(res.tier)
                 continue
-            folded = self.registry.record_fold(res.plan.device_id, r)
-            arrivals.append(Arrival(update, r - res.plan.round, *got, self.rule.participation(folded)))
+            plan = res.plan
+            arrivals.append(Arrival(update, r - plan.round, *got, participation(record_fold(plan.device_id, r))))
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:

@@ -48,14 +48,22 @@ class RoundTally:
     def count_results(self, results: Sequence[TaskResult]) -> None:
         """:meth:`count_result`, then :meth:`count_failure` or :meth:`count_success`, of each
         result in order (a round's, counted together once it has collected them)."""
-        for result in results:
-            self.bytes_down += result.cost.bytes_down
-            self.energy_j += result.cost.energy_j
-            outcome = result.outcome
+        bytes_down, bytes_up, energy_j = self.bytes_down, self.bytes_up, self.energy_j
+        participants, micro_batches = self.participants, self.micro_batches
+        for result in results:  # count_success inlined: most results are successes
+            cost, outcome, tier = result.cost, result.outcome, result.tier
+            bytes_down += cost.bytes_down
+            energy_j += cost.energy_j
             if isinstance(outcome, Failure):
-                self.count_failure(result.tier, outcome.cause)
-            else:
-                self.count_success(result)
+                self.count_failure(tier, outcome.cause)
+                continue
+            participants[tier] += 1
+            bytes_up += cost.bytes_up
+            batches = micro_batches.get(tier)
+            if batches is None:
+                batches = micro_batches[tier] = []
+            batches.append(result.plan.micro_batch)
+        self.bytes_down, self.bytes_up, self.energy_j = bytes_down, bytes_up, energy_j
 
     def mean_micro_batch(self) -> dict[str, float]:
         return {t: sum(v) / len(v) for t, v in sorted(self.micro_batches.items())}

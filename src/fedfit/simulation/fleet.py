@@ -34,7 +34,7 @@ from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.endings import adapted_ending, dispatch_ending, dispatch_endings
 from fedfit.simulation.in_flight import FleetState as FleetState, PendingTask as PendingTask  # re-exported
 from fedfit.simulation.in_flight import (
-    InFlight, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+    InFlight, pop_due_results, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
 )
 from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
 from fedfit.simulation.executors import Executor
@@ -80,6 +80,7 @@ class SimulatedFleet:
         self._busy: set[int] = set()
         # The trace states (before consumption) of the last batch of snapshots, and their time.
         self._snapshots: tuple[float, dict[int, DeviceState]] = (-1.0, {})
+        self._seen: dict[int, DeviceState] = {}  # those states with the energy spent, until more is spent
         self._waiting: list[Dispatched] = []  # dispatched and judged (adapting devices), not yet finished
         self._unpriced: list[tuple[TrainPlan, DeviceState, Params, float]] = []  # dispatched, cost not yet known
         self._waiting_ids: set[int] = set()
@@ -105,6 +106,9 @@ class SimulatedFleet:
         if device_id in self._waiting_ids:
             self._flush()
         at, held = self._snapshots
+        seen = self._seen.get(device_id) if at == at_s else None
+        if seen is not None:  # checked in at this time (dispatch reads it again): nothing spent since
+            return seen
         state = held.get(device_id) if at == at_s else None
         if state is None:
             state = self._traces[device_id].state_at(at_s)
@@ -121,7 +125,9 @@ class SimulatedFleet:
             states = [traces[d].state_at(at_s) for d in devices]
         self._snapshots = (at_s, dict(zip(devices, states)))
         profiles, used = self._profiles, self._consumed_j
-        return [with_consumption(s, profiles[d], used[d]) for d, s in zip(devices, states)]
+        seen = [with_consumption(s, profiles[d], used[d]) for d, s in zip(devices, states)]
+        self._seen = dict(zip(devices, seen))
+        return seen
 
     def dispatch(self, plan: TrainPlan, params: Params, now_s: float) -> None:
         device = plan.device_id
@@ -179,11 +185,13 @@ class SimulatedFleet:
         """Check the tasks that passed their dispatch checks mid-task (together), spend each
         task's energy, start training the successes and queue every task in dispatch order."""
         looks = [i for i, ending in enumerate(endings) if ending is None]
-        offline = offline_during_many(self._online_many, [(plans[i].device_id, now_s[i], now_s[i] + costs[i].duration_s)
-                                                          for i in looks])
-        for i, at in zip(looks, offline):
-            endings[i] = after_check(plans[i], costs[i], now_s[i], at)
+        ends = [now_s[i] + costs[i].duration_s for i in looks]
+        offline = offline_during_many(self._online_many, [(plans[i].device_id, now_s[i], end)
+                                                          for i, end in zip(looks, ends)])
+        for i, at, end in zip(looks, offline, ends):  # after_check's ending, that of a device that stayed online inline
+            endings[i] = (end, None, costs[i].energy_j) if at is None else after_check(plans[i], costs[i], now_s[i], at)
         consumed, submit = self._consumed_j, self._executor.submit
+        self._seen = {}  # energy is spent below
         items: list[InFlight] = []
         for plan, profile, state, cost, param, start_s, ending in zip(plans, profiles, states, costs, params, now_s,
                                                                       endings):
@@ -246,21 +254,13 @@ class SimulatedFleet:
         return result_of(item, None if item.handle is None else item.handle.result())
 
     def next_results(self, until_s: float, wanted: int, round_: int) -> list[TaskResult]:
-        """:func:`~fedfit.orchestration.contract.due_results` in one call: every due result popped
-        (a success is known before training: it has a task), then trained in that order (training
+        """:func:`~fedfit.orchestration.contract.due_results` in one call
+        (:func:`~fedfit.simulation.in_flight.pop_due_results`): every due result popped (a
+        success is known before training: it has a task), then trained in that order (training
         is a pure function of the task), so the results are ``next_result``'s, while the queue's
         bookkeeping runs back to back instead of after each training step (out of the caches)."""
         self._flush()
-        pop_due, busy = self._queue.pop_due, self._busy
-        popped: list[InFlight] = []
-        successes = 0
-        while successes < wanted and (item := pop_due(until_s)) is not None:
-            busy.discard(item.plan.device_id)
-            popped.append(item)
-            if item.handle is not None:
-                successes += item.plan.round == round_
-        updates = [None if item.handle is None else item.handle.result() for item in popped]
-        return [result_of(item, update) for item, update in zip(popped, updates)]
+        return pop_due_results(self._queue, self._busy, until_s, wanted, round_)
 
     def peek_time(self) -> float | None:
         self._flush()
@@ -280,7 +280,7 @@ class SimulatedFleet:
         if len(state.consumed_j) != len(self._profiles):
             raise CheckpointError(f"checkpoint holds {len(state.consumed_j)} devices, fleet has {len(self._profiles)}")
         self.cancel_pending()
-        self._consumed_j = list(state.consumed_j)
+        self._consumed_j, self._seen = list(state.consumed_j), {}
         for pending in state.pending:
             self._enqueue(pending)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
+from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Handle
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update
@@ -78,6 +79,25 @@ def result_of(item: InFlight, update: Update | None) -> TaskResult:
     outcome = item.failure if update is None else update
     assert outcome is not None, "a success's result needs its update"
     return TaskResult(item.plan, item.tier, item.start_s, item.finish_s, outcome, item.cost, item.free_memory_bytes)
+
+
+def pop_due_results(queue: EventQueue[InFlight], busy: set[int], until_s: float, wanted: int,
+                round_: int) -> list[TaskResult]:
+    """The fleet's ``next_results``: the events of ``queue`` due at ``until_s`` popped in order
+    (their devices no longer ``busy``) until ``wanted`` successes of round ``round_`` are among
+    them (a success is known before training: it has a task), then trained in that order
+    (training is a pure function of the task) and made results."""
+    popped: list[InFlight] = []
+    pop_due, discard, keep = queue.pop_due, busy.discard, popped.append
+    successes = 0
+    while successes < wanted and (item := pop_due(until_s)) is not None:
+        plan = item.plan
+        discard(plan.device_id)
+        keep(item)
+        if item.handle is not None:
+            successes += plan.round == round_
+    updates = [None if item.handle is None else item.handle.result() for item in popped]
+    return [result_of(item, update) for item, update in zip(popped, updates)]
 
 
 def pending_of(at_s: float, item: InFlight) -> PendingTask:
