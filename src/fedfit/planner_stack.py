@@ -121,7 +121,8 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
     cohort = o.clients_per_round if o.mode == "sync" else (config.asynchronous.concurrency or config.num_devices)
     p, c = d.prior, d.drift_calibration
     settings = DynamiteSettings(
-        solver=d.mode, adapt=d.adapt, budget=Budget(time_s=d.budget_time_s, energy_j=d.budget_energy_j),
+        solver=d.mode, adapt=d.adapt, budget=Budget(time_s=d.budget_time_s, energy_j=d.budget_energy_j,
+                                                  whole_rounds=d.whole_rounds),
         prior=Estimates(beta=p.beta, rho=p.rho, delta=p.delta, sigma2=p.sigma2, loss=p.loss), tau_max=d.tau_max,
         holding=d.holding, warmup_rounds=d.warmup_rounds, max_accumulation=d.max_accumulation,
         participation=min(1.0, cohort / config.num_devices),

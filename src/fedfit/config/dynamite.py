@@ -62,7 +62,9 @@ class DynamiteConfig(Section):
     each task measures σ² at the received model from its first batch split in halves
     (:mod:`fedfit.training.probe`, one extra forward/backward of that batch) and σ² is read from
     those probes instead of from the change of consecutive pseudo-gradients; on by default
-    (measured closer to the offline optimum, see the README; ``false``: no task pays for it)."""
+    (measured closer to the offline optimum, see the README; ``false``: no task pays for it).
+    ``whole_rounds``: the bound's K counts only the rounds that finish within the budget left,
+    ⌊T / round⌋ (:func:`fedfit.policy.dynamite.bound.rounds_within`), instead of the ratio."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -79,6 +81,7 @@ class DynamiteConfig(Section):
     plan_for: Literal["reachable", "fleet"] = "reachable"
     stream_turnover: bool = False
     sigma_probe: bool = True
+    whole_rounds: bool = False
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

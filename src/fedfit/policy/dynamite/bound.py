@@ -77,10 +77,14 @@ class Budget:
     Attributes:
         time_s: virtual seconds.
         energy_j: joules summed over the fleet.
+        whole_rounds: K counts the rounds that finish within the budget, ⌊·⌋ (a round the
+            budget cuts short is not aggregated, so a second saved that buys no whole round buys
+            nothing: :func:`rounds_within`); ``False``: the continuous ratio.
     """
 
     time_s: float | None = None
     energy_j: float | None = None
+    whole_rounds: bool = False
 
 
 def drift(tau: int, lr: float, est: Estimates) -> float:
@@ -107,11 +111,29 @@ def drift(tau: int, lr: float, est: Estimates) -> float:
 
 def rounds_affordable(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], budget: Budget) -> float:
     """K: rounds the budget pays for when every device runs τ steps of its batch (``inf``: no budget)."""
+    return rounds_within(budget, max(d.round_s(tau, b) for d, b in zip(devices, batches)),
+                         sum(d.round_j(tau, b) for d, b in zip(devices, batches)))
+
+
+def rounds_within(budget: Budget, round_s: float, round_j: float) -> float:
+    """K for rounds of ``round_s`` seconds (the slowest device's) and ``round_j`` fleet joules.
+
+    With ``budget.whole_rounds`` K is the number of whole rounds that fit, ⌊T / round_s⌋ (and
+    likewise in joules), where at least one fits; below one round it stays the ratio, so plans
+    that fit no round are still ordered by how close they come.
+
+    >>> rounds_within(Budget(time_s=10.0), 3.0, 1.0), rounds_within(Budget(time_s=10.0, whole_rounds=True), 3.0, 1.0)
+    (3.3333333333333335, 3)
+    >>> rounds_within(Budget(time_s=2.0, whole_rounds=True), 4.0, 1.0)
+    0.5
+    """
     k = math.inf
     if budget.time_s is not None:
-        k = min(k, budget.time_s / max(d.round_s(tau, b) for d, b in zip(devices, batches)))
+        k = min(k, budget.time_s / round_s)
     if budget.energy_j is not None:
-        k = min(k, budget.energy_j / sum(d.round_j(tau, b) for d, b in zip(devices, batches)))
+        k = min(k, budget.energy_j / round_j)
+    if budget.whole_rounds and 1 <= k < math.inf:
+        return math.floor(k * (1 + 1e-9))  # a budget of exactly K rounds affords K despite rounding
     return k
 
 

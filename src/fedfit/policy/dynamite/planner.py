@@ -194,7 +194,7 @@ class DynamitePlanner:
         share = cohort_share(self.settings.participation, len(self.registry.ids()), planned)
         time_s = None if b.time_s is None else max(b.time_s - self.spent_s, 1e-3 * b.time_s)
         energy = None if b.energy_j is None else max(b.energy_j - self.spent_j, 1e-3 * b.energy_j) / share
-        return Budget(time_s=time_s, energy_j=energy)
+        return Budget(time_s=time_s, energy_j=energy, whole_rounds=b.whole_rounds)
 
     def _device(self, device_id: int, data_size: int) -> DeviceCost:
         """The device's cost from its last reported state (an unreachable device's from the

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fedfit.policy.dynamite.bound import Budget, Estimates, RoundShape, bound, closed_form, drift
+from fedfit.policy.dynamite.bound import Budget, Estimates, RoundShape, bound, closed_form, drift, rounds_within
 from fedfit.policy.dynamite.costs import DeviceCost
 from fedfit.policy.dynamite.energy_fill import energy_fill, round_energy_j
 
@@ -195,11 +195,7 @@ class _Totals:
         self._totals()
 
     def _value(self, slowest_s: float, energy_j: float, noise: float) -> float:
-        k = math.inf
-        if self.budget.time_s is not None:
-            k = min(k, self.budget.time_s / slowest_s)
-        if self.budget.energy_j is not None:
-            k = min(k, self.budget.energy_j / energy_j)
+        k = rounds_within(self.budget, slowest_s, energy_j)
         optimisation = self.est.loss / (self.lr * k * self.tau) if k > 0 else math.inf
         return optimisation + self.est.beta * self.lr * self.est.sigma2 / 2 * noise + self.fixed
 
