@@ -73,8 +73,9 @@ class DeviceCost:
         0.03125
         >>> DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=64, data_size=64, streaming=True).noise(0.5, 50, 64)
         0.1953125
-        >>> DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=64, data_size=64, reshuffled=True).noise(0.5, 50, 8)
-        0.0
+        >>> reshuffled = DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=64, data_size=64, reshuffled=True)
+        >>> reshuffled.noise(0.5, 48, 8), round(reshuffled.noise(0.5, 50, 8), 6)  # 6 epochs; + 2 steps
+        (0.0, 0.000952)
         """
         if self.streaming:
             return share * share * stream_noise(tau, batch, self.data_size)
