@@ -63,10 +63,11 @@ class DynamiteConfig(Section):
     (:mod:`fedfit.training.probe`, one extra forward/backward of that batch) and σ² is read from
     those probes instead of from the change of consecutive pseudo-gradients; on by default
     (measured closer to the offline optimum, see the README; ``false``: no task pays for it).
-    ``noise_model`` (static data): the bound's mini-batch noise per step is ``iid``, σ²/b
-    (independent draws), or ``reshuffled``, that of the trainer's reshuffled epochs over each
-    device's data (:func:`fedfit.policy.dynamite.sampling.step_noise`: tasks covering whole epochs
-    carry almost none); on a stream the term is ``stream_noise``'s."""
+    ``noise_model`` (static data): the bound's mini-batch noise per step is ``reshuffled``, that
+    of the trainer's reshuffled epochs over each device's data, the sampling error of a round's
+    summed steps (:func:`fedfit.policy.dynamite.sampling.step_noise`: tasks covering whole epochs
+    carry almost none; the default, measured closer to the offline optimum, see the README), or
+    ``iid``, σ²/b (independent draws); on a stream the term is ``stream_noise``'s."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -83,7 +84,7 @@ class DynamiteConfig(Section):
     plan_for: Literal["reachable", "fleet"] = "reachable"
     stream_turnover: bool = False
     sigma_probe: bool = True
-    noise_model: Literal["iid", "reshuffled"] = "iid"
+    noise_model: Literal["iid", "reshuffled"] = "reshuffled"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:
