@@ -64,7 +64,12 @@ class DynamiteConfig(Section):
     those probes instead of from the change of consecutive pseudo-gradients; on by default
     (measured closer to the offline optimum, see the README; ``false``: no task pays for it).
     ``whole_rounds``: the bound's K counts only the rounds that finish within the budget left,
-    ⌊T / round⌋ (:func:`fedfit.policy.dynamite.bound.rounds_within`), instead of the ratio."""
+    ⌊T / round⌋ (:func:`fedfit.policy.dynamite.bound.rounds_within`), instead of the ratio.
+    ``noise_model`` (static data): the bound's mini-batch noise per step is ``reshuffled``, that
+    of the trainer's reshuffled epochs over each device's data, the sampling error of a round's
+    summed steps (:func:`fedfit.policy.dynamite.sampling.step_noise`: tasks covering whole epochs
+    carry almost none; the default, measured closer to the offline optimum, see the README), or
+    ``iid``, σ²/b (independent draws); on a stream the term is ``stream_noise``'s."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -82,6 +87,7 @@ class DynamiteConfig(Section):
     stream_turnover: bool = False
     sigma_probe: bool = True
     whole_rounds: bool = False
+    noise_model: Literal["iid", "reshuffled"] = "reshuffled"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.time import THERMAL_FACTOR, transfer_time_s
+from fedfit.policy.dynamite.sampling import step_noise
 from fedfit.policy.dynamite.stream import stream_noise
 from fedfit.types import DeviceProfile, DeviceState
 
@@ -41,6 +42,9 @@ class DeviceCost:
         max_accumulation: micro-batches a step may accumulate (1: the batch is capped by memory).
         streaming: the data held is a buffer sampled from a stream (:mod:`.stream`: its batches
             are worth :func:`~fedfit.policy.dynamite.stream.stream_noise`, not 1/b).
+        reshuffled: the bound prices the trainer's reshuffled epochs over the ``data_size``
+            samples (:func:`~fedfit.policy.dynamite.sampling.step_noise`) instead of independent
+            draws (1/b); ``streaming`` takes precedence.
     """
 
     sample_s: float
@@ -52,6 +56,7 @@ class DeviceCost:
     data_size: int
     max_accumulation: int = 1
     streaming: bool = False
+    reshuffled: bool = False
 
     @property
     def batch_cap(self) -> int:
@@ -60,16 +65,22 @@ class DeviceCost:
 
     def noise(self, share: float, tau: int, batch: int) -> float:
         """This device's term of the bound's noise sum, p_i² × the per-step gradient variance of a
-        task of ``tau`` steps of ``batch`` in units of σ²: p²/b on static data, p² ×
+        task of ``tau`` steps of ``batch`` in units of σ²: p²/b for independent draws, p² ×
+        :func:`~fedfit.policy.dynamite.sampling.step_noise` for reshuffled epochs, p² ×
         :func:`~fedfit.policy.dynamite.stream.stream_noise` on a stream.
 
         >>> DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=64, data_size=64).noise(0.5, 50, 8)
         0.03125
         >>> DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=64, data_size=64, streaming=True).noise(0.5, 50, 64)
         0.1953125
+        >>> reshuffled = DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=64, data_size=64, reshuffled=True)
+        >>> reshuffled.noise(0.5, 48, 8), round(reshuffled.noise(0.5, 50, 8), 6)  # 6 epochs; + 2 steps
+        (0.0, 0.000952)
         """
         if self.streaming:
             return share * share * stream_noise(tau, batch, self.data_size)
+        if self.reshuffled:
+            return share * share * step_noise(self.data_size, batch, tau)
         return share * share / batch
 
     def step_s(self, batch: int) -> float:
@@ -111,7 +122,7 @@ class DeviceCost:
 
 def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, memory: MemoryModel, *,
                 data_size: int, payload_bytes: int, max_accumulation: int = 1,
-                streaming: bool = False) -> DeviceCost:
+                streaming: bool = False, reshuffled: bool = False) -> DeviceCost:
     """The predicted :class:`DeviceCost` of a device from fedfit's time and memory models.
 
     Args:
@@ -123,6 +134,7 @@ def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, mem
         payload_bytes: bytes sent each way per aggregation.
         max_accumulation: micro-batches a step may accumulate.
         streaming: ``data_size`` is a stream buffer's (:attr:`DeviceCost.streaming`).
+        reshuffled: the noise of reshuffled epochs (:attr:`DeviceCost.reshuffled`).
     """
     rate = profile.flops_per_s * profile.utilisation.peak * THERMAL_FACTOR[state.thermal]
     one_way = transfer_time_s(payload_bytes, state.bandwidth_bps, profile.latency_s)
@@ -130,4 +142,4 @@ def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, mem
     return DeviceCost(sample_s=cost.train_flops_per_sample / rate, half_batch=profile.utilisation.half_batch,
                       comm_s=2 * one_way, compute_power_w=profile.compute_power_w,
                       radio_power_w=profile.radio_power_w, micro_cap=max(1, cap), data_size=data_size,
-                      max_accumulation=max_accumulation, streaming=streaming)
+                      max_accumulation=max_accumulation, streaming=streaming, reshuffled=reshuffled)

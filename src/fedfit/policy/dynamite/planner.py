@@ -44,6 +44,7 @@ from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPl
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
 EnergyCap = Literal["homogeneous", "none"]
 PlanFor = Literal["reachable", "fleet"]
+NoiseModel = Literal["iid", "reshuffled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,9 @@ class DynamiteSettings:
         sigma_probe: tasks ask for the σ² probe (``TrainPlan.sigma_probe``) while estimates are
             still used (online: always; offline: until the plan is fixed), and σ² is read from
             the probes (:func:`.estimate.probed_sigma2`).
+        noise_model: the bound's mini-batch noise on static data: ``iid``, σ²/b per step
+            (independent draws); ``reshuffled``, the trainer's reshuffled epochs over each
+            device's data (:func:`.sampling.step_noise`). A stream's term is ``streaming``'s.
     """
 
     solver: Solver = "heterogeneous"
@@ -91,6 +95,7 @@ class DynamiteSettings:
     energy_cap: EnergyCap = "homogeneous"
     plan_for: PlanFor = "reachable"
     sigma_probe: bool = False
+    noise_model: NoiseModel = "iid"
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -206,7 +211,7 @@ class DynamitePlanner:
         self._reachable[device_id] = state
         d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
                         payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation,
-                        streaming=self.settings.streaming)
+                        streaming=self.settings.streaming, reshuffled=self.settings.noise_model == "reshuffled")
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
         ratio = self.speed.get(device_id)
@@ -227,7 +232,8 @@ class DynamitePlanner:
             self.estimator = observe(self.estimator, obs, self.settings.holding)
             if self.calibration is not None:
                 now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr,
-                                 streaming=self.settings.streaming)
+                                 streaming=self.settings.streaming,
+                                 reshuffled=self.settings.noise_model == "reshuffled")
                 self.calibration = calibrate(self.calibration, now)
         self.versions[version] = flatten(params)
         for old in [v for v in self.versions if v < version - 16]:

@@ -47,3 +47,18 @@ def draw_variance(examples: int, batch: int, steps: int) -> float:
     if left:
         total += _epoch_term(epoch[:left], examples)
     return total / (steps * steps)
+
+
+def step_noise(examples: int, batch: int, steps: int) -> float:
+    """v: the per-step gradient variance, in units of σ², that a task of ``steps`` batches of
+    ``batch`` drawn epoch by epoch from ``examples`` samples is worth in the bound: τ × the
+    variance of its mean step gradient (module docstring; 1/b for independent draws).
+
+    >>> step_noise(12, 4, 6), step_noise(12, 4, 3)  # whole epochs: no sampling error in the sum
+    (0.0, 0.0)
+    >>> round(step_noise(100, 20, 1), 6)  # one batch of 20 of 100: 1/20 · 80/99
+    0.040404
+    >>> round(step_noise(10, 4, 3), 6)  # batches 4, 4, 2: (1/4 + 1/4 + 1/2 − 9/10) · 10/9 / 3
+    0.037037
+    """
+    return max(0, steps) * draw_variance(examples, batch, steps)
