@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from fedfit.models.zoo import MLP
+from fedfit.models import MLP
 from fedfit.training.probe import half_batch_sigma2
 from fedfit.training.trainer import train
 from fedfit.types import TrainPlan

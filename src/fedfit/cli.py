@@ -22,7 +22,7 @@ from rich.table import Table
 
 from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.config import ExperimentConfig, default_scenario, load_config, with_overrides
-from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE, catalogue
+from fedfit.devices.realistic import CATALOGUE_NOTES, DEFAULT_CATALOGUE
 from fedfit.errors import CheckpointError, ConfigError, DataError, PlanError
 from fedfit.runner import OnRound, OnStart, RunResult, resume, run
 from fedfit.resumption import resumable
@@ -32,9 +32,10 @@ from fedfit.report import atomic, plot_accuracy
 from fedfit.report.lock import make_run_dir
 from fedfit.autoconfig import names_no_strategy
 from fedfit.strategies import TUNED, apply_strategy
-from fedfit.tuning import GridResult, tune
 from fedfit.transport.cli_parsers import add_parsers as add_deploy_parsers
-from fedfit.cli_run_dir import add_run_dir_commands, human_bytes
+from fedfit.cli_run_dir import add_run_dir_commands
+from fedfit.cli_devices import cmd_devices
+from fedfit.cli_tuned import tuned_config as _tuned
 
 EXIT_USAGE = 2
 EXIT_STOPPED = 3  # the run stopped without progress (orchestration.stall_timeout_s / max_wall_s)
@@ -173,33 +174,6 @@ def _compare_row(name: str, s: dict[str, Any]) -> list[str]:
     return [name, reached, _fmt_accuracy(s["final_accuracy"]), fails, part]
 
 
-def _grid_row(r: GridResult) -> dict[str, Any]:
-    p = r.point
-    return {"batch": p.batch, "deadline_quantile": p.quantile, "deadline_s": p.deadline_s,
-            "over_selection": p.over_selection, "time_to_target_s": r.time_to_target_s,
-            "final_accuracy": r.final_accuracy, "virtual_time_s": r.virtual_time_s}
-
-
-def _tuned(base: ExperimentConfig, console: Console, quiet: bool) -> tuple[ExperimentConfig, dict[str, Any]]:
-    """fedavg-tuned: run its grid (no run directories), return the chosen config and the grid."""
-    silent = base.model_copy(update={"output": base.output.model_copy(update={"progress": False, "plots": False})})
-    chosen, results = tune(silent, lambda c: run(c).summary)
-    grid = {"chosen": _grid_row(chosen), "grid": [_grid_row(r) for r in results]}
-    if not quiet:
-        t = Table(title=f"{TUNED}: grid on this fleet and seed (chosen: batch {chosen.point.batch}, "
-                        f"deadline {chosen.point.deadline_s}, over-selection {chosen.point.over_selection})")
-        for col in ("batch", "deadline", "over-selection", "time to target", "final acc"):
-            t.add_column(col)
-        for r in results:
-            q = "none" if r.point.quantile is None else f"p{r.point.quantile * 100:.0f} = {r.point.deadline_s:.1f} s"
-            reached = "not reached" if r.time_to_target_s is None else f"{r.time_to_target_s:.1f} s"
-            t.add_row(str(r.point.batch), q, f"{r.point.over_selection:g}", reached,
-                      f"{r.final_accuracy:.4f}")
-        console.print(t)
-    config = with_overrides(base, chosen.point.overrides()).model_copy(update={"name": f"{base.name}:{TUNED}"})
-    return config, grid
-
-
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     base = _config(args.config, args.set)
     sets = _parse_set(args.set)  # the user's --set wins over a strategy's own keys
@@ -231,27 +205,6 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     console.print(t)
     console.print(f"plot: {out / 'compare_accuracy.png'}")
     return 0
-
-
-def cmd_devices(args: argparse.Namespace, console: Console) -> int:
-    rows = {name: _profile_row(p) for name, p in catalogue(args.catalogue).items()}
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    t = Table(title=f"fedfit device tiers: catalogue '{args.catalogue}' ({CATALOGUE_NOTES[args.catalogue]})")
-    for col in ("tier", "RAM", "training memory", "GFLOP/s", "battery", "radios"):
-        t.add_column(col)
-    for name, r in rows.items():
-        t.add_row(name, r["ram"], r["training_memory"], f"{r['gflops']:.1f}", r["battery"], r["radios"])
-    console.print(t)
-    return 0
-
-
-def _profile_row(p: Any) -> dict[str, Any]:
-    battery = "mains" if p.battery_capacity_j is None else f"{p.battery_capacity_j / 3600:.2f} Wh"
-    return {"ram": human_bytes(p.total_memory_bytes), "training_memory": human_bytes(p.training_memory_bytes),
-            "gflops": p.flops_per_s / 1e9, "battery": battery,
-            "radios": ", ".join(r.value for r in p.radios)}
 
 
 def parser() -> argparse.ArgumentParser:

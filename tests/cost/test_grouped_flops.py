@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedfit.cost.stages import flop_counter
+from fedfit.cost.flops import flop_counter
 
 
 @pytest.mark.parametrize("groups", [1, 4, 64])

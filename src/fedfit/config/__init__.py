@@ -19,8 +19,9 @@ from fedfit.config.base import Section
 from fedfit.config.deploy import DeployConfig
 from fedfit.config.dynamite import DynamiteConfig
 from fedfit.config.security import AttackConfig, PrivacyConfig
+from fedfit.config.aggregation import AggregationConfig
 from fedfit.config.sections import (
-    AggregationConfig, AsyncSection, AutoConfig, BatchingConfig, DataConfig, EvaluationConfig, FleetConfig,
+    AsyncSection, AutoConfig, BatchingConfig, DataConfig, EvaluationConfig, FleetConfig,
     LocalWorkConfig, ModelConfig, OrchestrationConfig, OutputConfig, SelectionConfig, SimulationConfig,
     TrainingConfig,
 )

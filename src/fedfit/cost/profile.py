@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from fedfit.cost.allocator import step_peak_bytes
-from fedfit.cost.stages import StageCost, flop_counter, measure_stages
+from fedfit.cost.flops import flop_counter
+from fedfit.cost.stages import StageCost, measure_stages
 from fedfit.errors import ConfigError
 from fedfit.models.custom import check_stages, probe_inputs
 from fedfit.models.zoo import ModelSpec

@@ -3,7 +3,7 @@
 The memory and time formulas of the techniques (:mod:`fedfit.cost.techniques`) need costs per
 stage: checkpointing keeps only stage inputs and recomputes one stage at a time in backward,
 freezing drops the backward of early stages, split learning sends the cut stage's output.
-Measured like :mod:`fedfit.cost.profile`: FLOPs by ``FlopCounterMode``, saved bytes by
+Measured like :mod:`fedfit.cost.profile`: FLOPs by :func:`fedfit.cost.flops.flop_counter`, saved bytes by
 saved-tensor hooks, a stage's own training-step peak and its gradient-free forward by the tensor allocator
 (:func:`fedfit.cost.allocator.peak_live_bytes`), on the real module.
 """
@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
-from collections.abc import Iterator
 from typing import Any
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 
 from fedfit.cost.allocator import peak_live_bytes
+from fedfit.cost.flops import stage_flops
 from fedfit.models.custom import probe_inputs
-from fedfit.models.eager import spare_dynamo_import
 from fedfit.models.stages import Stage, stages_of
 
 BYTES_PER_FLOAT = 4
@@ -148,10 +144,6 @@ def _isolated(model: nn.Module, stage: Stage, x: torch.Tensor, grad_input: bool,
     return sum(seen.values()), x.untyped_storage().data_ptr() in seen
 
 
-#: FLOP counting is a dispatch mode, whose first dispatch would import torch._dynamo.
-spare_dynamo_import()
-
-
 class _OutputGradient(torch.autograd.Function):
     """Ends a stage's graph in a scalar whose backward hands over ``grad``, the output's gradient,
     as the next stage's backward would: the output itself need not stay alive, and the engine
@@ -233,42 +225,6 @@ def _transient(model: nn.Module, stage: Stage, xs: dict[int, torch.Tensor]) -> t
     return per_sample, x[0].numel() * x.element_size() + peaks[1] - per_sample, max(0.0, peaks[2] - 2 * slope), large
 
 
-def _grouped_conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, *args: Any,
-                                out_shape: Any = None, **kwargs: Any) -> int:
-    """Backward FLOPs of a convolution with its groups counted: torch's formula computes the
-    weight gradient as if ``groups`` were 1 (a depthwise conv's ``C`` times too many); the input
-    gradient it already counts from the grouped weight's shape."""
-    *rest, groups, output_mask = args
-    torch_formula: Any = conv_backward_flop  # shape-wrapped: takes the output shapes as out_val
-    grad_input = torch_formula(grad_out_shape, x_shape, w_shape, *rest, groups, [output_mask[0], False],
-                               out_val=out_shape)
-    grad_weight = torch_formula(grad_out_shape, x_shape, w_shape, *rest, groups, [False, output_mask[1]],
-                                out_val=out_shape)
-    return int(grad_input) + int(grad_weight) // max(1, int(groups))
-
-
-@contextmanager
-def flop_counter() -> Iterator[FlopCounterMode]:
-    """``FlopCounterMode`` with oneDNN off: its fused CPU recurrent kernels have no FLOP formula
-    (an LSTM counted as nothing), the decomposed path counts their matrix products. FLOPs are
-    the math's, not the kernel's, so convolutions and linear layers count the same either way.
-    Grouped (depthwise) convolutions' backward is counted with their groups."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # oneDNN's note about Intel-GPU TF32
-        mapping = {torch.ops.aten.convolution_backward: _grouped_conv_backward_flop}
-        with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False, custom_mapping=mapping) as mode:
-            yield mode
-
-
-def _flops(model: nn.Module, stage: Stage, x: torch.Tensor) -> tuple[float, float]:
-    with flop_counter() as fwd:
-        out = stage.forward(model, x)
-    with flop_counter() as bwd:
-        out.sum().backward()  # the gradient of ones; backward(ones) would import sympy (~1 s) for a shape check
-    model.zero_grad(set_to_none=True)
-    return float(fwd.get_total_flops()), float(bwd.get_total_flops())
-
-
 def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[StageCost, ...]:
     """Per-stage costs of ``model`` on inputs of ``input_shape`` (one sample's shape)."""
     stages = stages_of(model)
@@ -279,7 +235,7 @@ def measure_stages(model: nn.Module, input_shape: tuple[int, ...]) -> tuple[Stag
     out: list[StageCost] = []
     for i, stage in enumerate(stages):
         params = [p for n, p in model.named_parameters() if stage.owns(n)]
-        fwd, bwd = _flops(model, stage, x2.detach().requires_grad_(i > 0))
+        fwd, bwd = stage_flops(model, stage, x2.detach().requires_grad_(i > 0))
         y2 = stage.forward(model, x2).detach()
         out.append(StageCost(
             name=stage.name, num_params=sum(p.numel() for p in params),

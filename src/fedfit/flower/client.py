@@ -11,7 +11,9 @@ fedfit device does for a task (as ``fedfit device`` does over HTTP)::
     query     the node's readiness (affordable batch, predicted duration, battery, heat),
               for :class:`~fedfit.flower.strategy.FedfitStrategy`'s readiness-based selection
 
-The server's train config may carry ``lr`` and ``local-epochs`` (defaults: the side's).
+The server's train config may carry ``lr`` and ``local-epochs`` (defaults: the side's) and
+``sigma-probe`` (``True``: the task measures σ², :mod:`fedfit.training.probe`, as a DYNAMITE task
+of a simulated or deployed device does, and replies it as the ``sigma2`` metric).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from fedfit.cost.memory import MemoryModel
 from fedfit.cost.predictor import TaskPredictor
 from fedfit.cost.profile import ModelCost, measure
 from fedfit.flower.fleet import SimulatedTiers, check_fits, psutil_budget
-from fedfit.flower.records import ARRAYS, CONFIG, READINESS, failure_error, number, readiness_record, record_params, update_content
+from fedfit.flower.records import (
+    ARRAYS, CONFIG, READINESS, SIGMA_PROBE, failure_error, flag, number, readiness_record, record_params, update_content,
+)
 from fedfit.devices.monitor import Monitor
 from fedfit.models.zoo import ModelSpec
 from fedfit.policy.batching import BatchDecision, BatchingRules, decide_batch
@@ -94,7 +98,8 @@ class DeviceSide:
         return dataclasses.replace(state, online=True, link=link, bandwidth_bps=UNMEASURED_LINK_BPS)
 
     def plan(self, node: int, round_: int, config: ConfigRecord) -> tuple[TrainPlan, BatchDecision]:
-        """The node's plan for this round: its batch decided now from its monitor's snapshot."""
+        """The node's plan for this round: its batch decided now from its monitor's snapshot, the
+        σ² probe taken when the config asks (``sigma-probe``)."""
         profile = self.tiers.profile(node)
         state = self.snapshot(profile)
         d = decide_batch(profile, state, self.cost(), self.memory, self.rules, self.techniques)
@@ -102,7 +107,7 @@ class DeviceSide:
         plan = TrainPlan(device_id=node, round=round_, micro_batch=max(d.micro_batch, 1),
                          accumulation_steps=d.accumulation_steps, local_epochs=epochs,
                          lr=number(config, "lr", self.lr), bound_by=d.bound_by,
-                         techniques=self.techniques)
+                         techniques=self.techniques, sigma_probe=flag(config, SIGMA_PROBE))
         if self.simulate_memory and not d.declined:
             check_fits(plan, profile, self.cost(), self.memory, state.free_memory_bytes)
         return plan, d

@@ -27,6 +27,8 @@ from fedfit.types import FailureCause, Params, Thermal, Update
 ARRAYS, MASKS, METRICS, CONFIG, READINESS = "arrays", "masks", "metrics", "config", "readiness"
 #: Flower error code of a fedfit device's failed task (out of memory, declined, ...).
 FAILURE_CODE = 4_600
+#: Train-config key asking a node for the σ² probe (``TrainPlan.sigma_probe``; absent: no probe).
+SIGMA_PROBE = "sigma-probe"
 
 
 def number(record: MetricRecord | ConfigRecord, key: str, default: float | None = None) -> float:
@@ -39,6 +41,18 @@ def number(record: MetricRecord | ConfigRecord, key: str, default: float | None 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise KeyError(f"record key {key!r}: expected a number, got {value!r}")
     return float(value)
+
+
+def flag(record: ConfigRecord, key: str) -> bool:
+    """The boolean under ``key`` (``False`` when absent).
+
+    Raises:
+        KeyError: present but not a boolean.
+    """
+    value = record.get(key, False)
+    if not isinstance(value, bool):
+        raise KeyError(f"record key {key!r}: expected a boolean, got {value!r}")
+    return value
 
 
 def params_record(params: Params) -> ArrayRecord:

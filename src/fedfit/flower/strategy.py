@@ -32,7 +32,10 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fedfit.aggregation.rule import AggregationRule, Arrival, aggregate
-from fedfit.flower.records import ARRAYS, CONFIG, READINESS, content_update, error_cause, number, params_record, record_params, record_readiness
+from fedfit.flower.records import (
+    ARRAYS, CONFIG, READINESS, SIGMA_PROBE, content_update, error_cause, number, params_record, record_params,
+    record_readiness,
+)
 from fedfit.policy.readiness import Readiness
 from fedfit.policy.selection import DeferringSelector, ReadinessFirstSelector, Selector, UniformSelector, uniform_cohort
 from fedfit.types import Params, Update
@@ -78,17 +81,21 @@ class FedfitStrategy(Strategy):
         fraction_evaluate: share of nodes asked to evaluate each round (0: none).
         min_available_nodes: nodes to wait for before the first round.
         timeout_s: how long a round waits for replies.
+        sigma_probe: ask every trained node for the σ² probe (``sigma-probe`` in the train
+            config, :mod:`fedfit.training.probe`); the round's metrics then carry ``sigma2``, the
+            probes' mean weighted by the nodes' examples.
     """
 
     def __init__(self, *, cohort_size: int, rule: AggregationRule = AggregationRule(),
                  selector: Selector = DeferringSelector(ReadinessFirstSelector(UniformSelector())),
                  candidates: int | None = None, seed: int = 0, fraction_evaluate: float = 0.0,
-                 min_available_nodes: int = 1, timeout_s: float = 3600.0) -> None:
+                 min_available_nodes: int = 1, timeout_s: float = 3600.0, sigma_probe: bool = False) -> None:
         if cohort_size < 1:
             raise ValueError(f"cohort_size must be >= 1, got {cohort_size}")
         self.cohort_size, self.rule, self.selector = cohort_size, rule, selector
         self.candidates, self.seed, self.fraction_evaluate = candidates, seed, fraction_evaluate
         self.min_available_nodes, self.timeout_s = min_available_nodes, timeout_s
+        self.sigma_probe = sigma_probe
         self._state = _State()
 
     @property
@@ -109,6 +116,8 @@ class FedfitStrategy(Strategy):
         chosen = self._select(server_round, grid)
         self._state.invited = len(chosen)
         config["server-round"] = server_round
+        if self.sigma_probe:
+            config[SIGMA_PROBE] = True
         content = RecordDict({ARRAYS: arrays, CONFIG: config})
         return [Message(content=content, dst_node_id=node, message_type=MessageType.TRAIN) for node in chosen]
 
@@ -148,6 +157,8 @@ class FedfitStrategy(Strategy):
             return None, metrics
         new = aggregate(self._state.master, arrivals, self.rule)
         metrics["train-loss"] = sum(u.train_loss for u in updates) / len(updates)
+        if (sigma2 := _probed_sigma2(updates)) is not None:
+            metrics["sigma2"] = sigma2
         return params_record(new), metrics
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -182,6 +193,13 @@ def _split(replies: Iterable[Message]) -> tuple[list[Update], Counter[str]]:
         else:
             updates.append(content_update(reply.content))
     return updates, failures
+
+
+def _probed_sigma2(updates: list[Update]) -> float | None:
+    """The probes' σ̂² averaged with the nodes' examples as weights (``None``: no probe)."""
+    probed = [(u.num_examples, u.sigma2) for u in updates if u.sigma2 is not None]
+    examples = sum(n for n, _ in probed)
+    return sum(n * s for n, s in probed) / examples if examples > 0 else None
 
 
 def _with_id(r: Readiness, node_id: int) -> Readiness:

@@ -10,7 +10,7 @@ match, else without the ``x``: ``expand`` a 1×1 conv to ``t·cin`` channels (ab
 ReLU6; ``project`` a 1×1 linear bottleneck with its norm and no activation.
 
 Width ``w`` scales every channel count but the head's 1,280, which the paper keeps for
-``w ≤ 1``; channels are ``ceil(c·w)`` (the zoo's rule, :func:`fedfit.models.zoo.scaled`) rather
+``w ≤ 1``; channels are ``ceil(c·w)`` (the zoo's rule, :func:`fedfit.models.layers.scaled`) rather
 than the paper's rounding to multiples of 8, so that a sub-model's channels are a prefix of the
 master's. Width 0.5 has 697,258 parameters at 10 classes; a ``3×96×96`` input is the realistic
 on-device size the ``realistic`` tier catalogue is calibrated with
@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from fedfit.models.coordinates import AxisRef, WidthGroup, layer_inputs, layer_outputs
-from fedfit.models.zoo import Scaler, _norm2d, scaled
+from fedfit.models.layers import Scaler, norm2d, scaled
 
 #: The paper's Table 2: (expansion t, output channels c, blocks n, first block's stride s).
 ROWS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
@@ -44,7 +44,7 @@ class ConvNorm(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=norm == "none")
         self.scaler = Scaler(rate)
-        self.norm = _norm2d(norm, cout, track)
+        self.norm = norm2d(norm, cout, track)
         self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

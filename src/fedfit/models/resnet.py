@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from fedfit.models.coordinates import AxisRef, WidthGroup, layer_inputs, layer_outputs
-from fedfit.models.zoo import Scaler, _norm2d, scaled
+from fedfit.models.layers import Scaler, norm2d, scaled
 
 LEVEL_CHANNELS = (16, 32, 64)
 
@@ -30,7 +30,7 @@ class Stem(nn.Module):
     def __init__(self, in_channels: int, channels: int, norm: str, track: bool, rate: float) -> None:
         super().__init__()
         self.conv = nn.Conv2d(in_channels, channels, 3, padding=1, bias=norm == "none")
-        self.norm = _norm2d(norm, channels, track)
+        self.norm = norm2d(norm, channels, track)
         self.scaler = Scaler(rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -43,15 +43,15 @@ class BasicBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int, norm: str, track: bool, rate: float) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=norm == "none")
-        self.norm1 = _norm2d(norm, cout, track)
+        self.norm1 = norm2d(norm, cout, track)
         self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=norm == "none")
-        self.norm2 = _norm2d(norm, cout, track)
+        self.norm2 = norm2d(norm, cout, track)
         self.scaler = Scaler(rate)
         self.proj: nn.Module | None = None
         self.proj_norm: nn.Module | None = None
         if stride != 1 or cin != cout:
             self.proj = nn.Conv2d(cin, cout, 1, stride=stride, bias=norm == "none")
-            self.proj_norm = _norm2d(norm, cout, track)
+            self.proj_norm = norm2d(norm, cout, track)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = torch.relu(self.norm1(self.scaler(self.conv1(x))))

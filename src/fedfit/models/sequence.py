@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from fedfit.models.coordinates import WidthGroup
-from fedfit.models.zoo import scaled
+from fedfit.models.layers import scaled
 
 
 class Steps(nn.Module):

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from fedfit.models.custom import derived_stages
-from fedfit.models.zoo import CNN, CNN1D, MLP, LogisticRegression
+from fedfit.models.small import CNN, CNN1D, MLP, LogisticRegression
 
 #: A stage's computation: ``forward(model, x) -> y`` (it reads the model's layers).
 StageFn = Callable[[nn.Module, torch.Tensor], torch.Tensor]
