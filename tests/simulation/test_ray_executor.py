@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,8 @@ from fedfit.config import ExperimentConfig, parse_config
 from fedfit.errors import ConfigError
 from fedfit.models import ModelSpec
 from fedfit.runner import RunResult, run
-from fedfit.simulation.ray_executor import MISSING_RAY, RayExecutor, start_local_cluster
+from fedfit.simulation import ray_executor
+from fedfit.simulation.ray_executor import MISSING_RAY, RayExecutor, describe_placement, start_local_cluster
 from fedfit.simulation.workload import TrainTask, WorkloadRecipe
 from fedfit.types import Params, TrainPlan
 
@@ -94,6 +96,29 @@ def test_a_task_not_yet_shipped_is_withdrawn_on_cancel(executor: RayExecutor) ->
     assert second.cancel() and second.cancel()  # cancelling twice is harmless
     assert first.result().device_id == 0
     assert second.slot is None and not first.cancel()
+
+
+def test_placement_counts_the_workers_on_each_node(executor: RayExecutor) -> None:
+    ((node, workers),) = executor.placement.items()  # a local instance is one node
+    assert workers == 2 and re.fullmatch(r"127\.0\.0\.1/[0-9a-f]{8}", node)
+
+
+def test_placement_reads_as_one_line() -> None:
+    assert describe_placement({"10.0.0.5/1a2b3c4d": 2, "10.0.0.6/5e6f7a8b": 1}) == \
+        "3 workers on 2 nodes: 10.0.0.5/1a2b3c4d 2, 10.0.0.6/5e6f7a8b 1"
+    assert describe_placement({"127.0.0.1/00ff00ff": 1}) == "1 worker on 1 node: 127.0.0.1/00ff00ff 1"
+
+
+def test_a_loopback_address_is_joined_on_loopback() -> None:
+    assert ray_executor._on_loopback("127.0.0.1:6379") and ray_executor._on_loopback("localhost:40001")
+    assert not ray_executor._on_loopback("10.0.0.5:6379") and not ray_executor._on_loopback("auto")
+
+
+def test_workers_that_cannot_start_in_time_are_a_config_error(executor: RayExecutor,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ray_executor, "WORKER_START_TIMEOUT_S", 1.0)  # ``executor`` holds both CPUs
+    with pytest.raises(ConfigError, match=r"^simulation.workers: 2 Ray workers did not start within 1 s"):
+        RayExecutor(_recipe(), workers=2)
 
 
 def test_more_workers_than_cluster_cpus_is_a_config_error(ray_cluster: ModuleType) -> None:

@@ -14,15 +14,18 @@ single actor call. Training is a pure function of the task, so results are the s
 ``simulation.ray_address``: ``None`` joins the Ray instance this process already runs, or starts
 a local one (``workers`` CPUs, no dashboard, listening on loopback only); ``"auto"`` or
 ``"HOST:PORT"`` joins a cluster started with ``ray start`` (every machine needs fedfit and the
-data installed). Ray is imported only here, only when chosen (the optional ``ray`` extra).
+data installed). Once its workers have started, the executor says on stderr how many run on
+each node (``placement``). Ray is imported only here, only when chosen (the optional ``ray`` extra).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
+from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +39,8 @@ from fedfit.types import Update
 MISSING_RAY = "simulation.executor: ray needs the 'ray' extra: pip install fedfit[ray]"
 #: Set around a local start so Ray takes 127.0.0.1 as this node's address (and so binds only it).
 _LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: How long the workers may take to start (import torch, build the data) before the run stops.
+WORKER_START_TIMEOUT_S = 600.0
 
 
 def import_ray() -> ModuleType:
@@ -76,6 +81,19 @@ def loopback_only() -> Iterator[None]:
             os.environ[_LOOPBACK_ENV] = before_env
 
 
+def describe_placement(placement: dict[str, int]) -> str:
+    """``placement`` (workers per node) as one line, e.g. ``3 workers on 2 nodes: 10.0.0.5/1a2b3c4d 2, ...``."""
+    workers, nodes = sum(placement.values()), len(placement)
+    where = ", ".join(f"{node} {count}" for node, count in placement.items())
+    return f"{workers} worker{'s' * (workers != 1)} on {nodes} node{'s' * (nodes != 1)}: {where}"
+
+
+def _on_loopback(address: str) -> bool:
+    """Whether ``address`` (``HOST:PORT``) is this machine's loopback: a cluster bound to 127.0.0.1,
+    which Ray would otherwise look for at the machine's network address (and never find)."""
+    return address.rpartition(":")[0] in {"127.0.0.1", "localhost"}
+
+
 class RayTrainer:
     """One Ray worker: the workload built once, then chunks of tasks trained on one thread."""
 
@@ -86,6 +104,11 @@ class RayTrainer:
     def run_chunk(self, tasks: list[TrainTask]) -> list[Update]:
         """Train ``tasks`` in order and return their updates."""
         return [self._workload.run(task) for task in tasks]
+
+    def node(self) -> str:
+        """The Ray node this worker runs on: its IP address and the start of its node id."""
+        ray = import_ray()
+        return f"{ray.util.get_node_ip_address()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
 class _Chunk:
@@ -129,9 +152,13 @@ class RayExecutor:
         address: a cluster to join (``"auto"`` or ``"HOST:PORT"``); ``None``: the instance this
             process runs, else a new local one.
 
+    Attributes:
+        placement: how many workers run on each node (``IP/node-id prefix`` -> workers), known
+            once they have started (the constructor waits, at most ``WORKER_START_TIMEOUT_S``).
+
     Raises:
-        ConfigError: Ray is not installed, the cluster cannot be reached, or it has fewer
-            CPUs than ``workers``.
+        ConfigError: Ray is not installed, the cluster cannot be reached, it has fewer CPUs than
+            ``workers``, or the workers did not start in time.
     """
 
     def __init__(self, recipe: WorkloadRecipe, workers: int | Auto, address: str | None = None) -> None:
@@ -145,6 +172,22 @@ class RayExecutor:
         actor = ray.remote(num_cpus=1)(RayTrainer)
         self._actors = [actor.remote(recipe_ref) for _ in range(count)]
         self._queued: list[_RayHandle] = []
+        self.placement = self._place()
+        print(f"fedfit: Ray: {describe_placement(self.placement)}", file=sys.stderr)
+
+    def _place(self) -> dict[str, int]:
+        """Wait (bounded) for every worker to start; the number of workers on each node."""
+        count = len(self._actors)
+        try:
+            nodes = self._ray.get([actor.node.remote() for actor in self._actors], timeout=WORKER_START_TIMEOUT_S)
+        except self._ray.exceptions.GetTimeoutError:
+            self.close()
+            raise ConfigError(f"simulation.workers: {count} Ray workers did not start within "
+                              f"{WORKER_START_TIMEOUT_S:.0f} s (see `ray status`)") from None
+        except self._ray.exceptions.RayActorError as error:
+            self.close()
+            raise RuntimeError(f"simulation.executor: ray: a training worker died ({error!s:.200})") from None
+        return dict(sorted(Counter(nodes).items()))
 
     def _connect(self, workers: int | Auto, address: str | None) -> ModuleType:
         ray = import_ray()
@@ -154,7 +197,8 @@ class RayExecutor:
         if address is None:
             return start_local_cluster(pool_workers(workers))
         try:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            with loopback_only() if _on_loopback(address) else nullcontext():
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, ValueError, RuntimeError) as error:
             raise ConfigError(f"simulation.ray_address: cannot join Ray at {address!r} ({error!s:.200})") from None
         return ray
