@@ -37,8 +37,12 @@ DIGITS = (("dataset", "digits"), ("num_devices", 6), ("partition", "iid"), ("max
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[ModuleType]:
+    """The local instance, started while ``RAY_ADDRESS`` names a cluster that is not there: a local
+    start must not join it (Ray's own default would, and refuse ``num_cpus``)."""
     pytest.importorskip("ray")
-    ray = start_local_cluster(num_cpus=2)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_ADDRESS", "127.0.0.1:9")
+        ray = start_local_cluster(num_cpus=2)
     try:
         yield ray
     finally:

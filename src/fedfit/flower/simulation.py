@@ -79,7 +79,7 @@ def _start_loopback(ray: ModuleType, num_cpus: int, attempts: int = START_ATTEMP
         try:
             with loopback_only(), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", category=FutureWarning, module="ray.*")
-                ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                          log_to_driver=False, configure_logging=False, object_store_memory=OBJECT_STORE_BYTES,
                          runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
             return

@@ -52,14 +52,15 @@ def import_ray() -> ModuleType:
 
 
 def start_local_cluster(num_cpus: int) -> ModuleType:
-    """Start a local Ray instance with ``num_cpus`` CPUs that listens on 127.0.0.1 only.
+    """Start a new local Ray instance with ``num_cpus`` CPUs that listens on 127.0.0.1 only: never
+    a cluster named by ``RAY_ADDRESS`` or last started with ``ray start`` (``ray_address`` joins those).
 
     Ray replaces a loopback ``_node_ip_address`` by the machine's address unless clusters are
     switched off, so they are, for the start-up only (the processes it starts inherit that).
     """
     ray = import_ray()
     with loopback_only():
-        ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                  log_to_driver=False, configure_logging=False)
     return ray
 
