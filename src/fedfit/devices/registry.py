@@ -240,6 +240,14 @@ class Registry:
         versions = folded[row] = (*folded.get(row, ()), version)
         return versions
 
+    def record_folds(self, device_ids: Sequence[int], version: int) -> list[tuple[int, ...]]:
+        """:meth:`record_fold` of each device in order, all at model ``version`` (rows found in one pass)."""
+        folded, out = self._history.folded, []
+        for row in self._rows_of(device_ids).tolist() if device_ids else ():
+            versions = folded[row] = (*folded.get(row, ()), version)
+            out.append(versions)
+        return out
+
     def failure_streak(self, device_id: int) -> int:
         """Failures in a row since the device's last success (0: its last task succeeded)."""
         return self._history.failure_streak(self._row(device_id))

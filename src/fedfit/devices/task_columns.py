@@ -20,6 +20,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -69,8 +71,9 @@ def task_columns(results: Sequence[TaskResult]) -> TaskColumns:
         ValueError: an update with a micro-batch or accumulation below 1.
     """
     plans, outcomes = [r.plan for r in results], [r.outcome for r in results]
-    failures = [o for o in outcomes if isinstance(o, Failure)]
-    updates: list[Update] = [o for o in outcomes if not isinstance(o, Failure)]
+    ok = [not isinstance(o, Failure) for o in outcomes]
+    updates = cast(list[Update], list(compress(outcomes, ok)))
+    failures = cast(list[Failure], [o for o, good in zip(outcomes, ok) if not good])
     micro = np.array([u.micro_batch for u in updates], dtype=np.int64)
     accumulation = np.array([u.accumulation_steps for u in updates], dtype=np.int64)
     if updates and (int(micro.min()) < 1 or int(accumulation.min()) < 1):
@@ -80,7 +83,7 @@ def task_columns(results: Sequence[TaskResult]) -> TaskColumns:
     finish = np.array([r.finish_s for r in results], dtype=np.float64)
     return TaskColumns(
         device_ids=[p.device_id for p in plans],
-        ok=np.array([not isinstance(o, Failure) for o in outcomes], dtype=bool),
+        ok=np.array(ok, dtype=bool),
         causes=[_NAMES.get(f.cause) or cause_name(f.cause) or "" for f in failures],
         durations_s=finish - np.array([r.start_s for r in results], dtype=np.float64),
         rounds=np.array([p.round for p in plans], dtype=np.int64),
