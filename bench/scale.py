@@ -367,7 +367,7 @@ PARTS = {
     "tally_results": ("tally", "count_results"), "tally_result": ("tally", "count_result"), "tally_success": ("tally", "count_success"),
     "tally_failure": ("tally", "count_failure"), "cancel_pending": ("fleet", "cancel_pending"),
     "aggregate": ("orchestrator", "_aggregate"), "exchange_in": ("exchange", "incoming_many"),
-    "record_fold": ("registry", "record_fold"), "fold": ("sync", "aggregate"),
+    "record_fold": ("registry", "record_fold"), "record_folds": ("registry", "record_folds"), "fold": ("sync", "aggregate"),
     "report": ("tally", "report"),
 }
 

@@ -130,3 +130,38 @@ def test_a_bad_batch_in_a_round_records_nothing() -> None:
     with pytest.raises(ValueError, match="micro_batch"):
         registry.record_tasks([*results[:5], bad])
     assert all(registry.history(d) == DeviceHistory() for d in range(12))
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_round_written_as_arrays_equals_one_result_at_a_time(seed: int) -> None:
+    """Rounds of many distinct devices (the fancy-indexed path) against the same results recorded
+    one by one (:meth:`Registry.record_task`, the scalar path) and the reference."""
+    rng, devices = random.Random(seed), 300
+    batched, scalar, reference = Registry(), Registry(), _Reference(devices)
+    for d in range(devices):
+        batched.add(d, tier("older_phone"))
+        scalar.add(d, tier("older_phone"))
+    for round_ in range(12):
+        cohort = rng.sample(range(devices), rng.randrange(8, 120))
+        results = [_result(rng, d) for d in cohort]
+        batched.record_tasks(results)
+        for r in results:
+            scalar.record_task(r)
+            reference.task(r)
+        folded = [d for d in cohort if rng.random() < 0.5]
+        got = batched.record_folds(folded, round_)
+        assert got == [scalar.record_fold(d, round_) for d in folded]
+        for d in folded:
+            reference.h[d] = dataclasses.replace(reference.h[d], folded=(*reference.h[d].folded, round_))
+    assert batched.entries() == scalar.entries()
+    assert [batched.history(d) for d in range(devices)] == [reference.h[d] for d in range(devices)]
+
+
+def test_folds_of_a_repeated_device_accumulate_in_order() -> None:
+    registry = Registry()
+    for d in range(3):
+        registry.add(d, tier("smartwatch"))
+    assert registry.record_folds([2, 0, 2], 5) == [(5,), (5,), (5, 5)]
+    assert registry.record_folds([], 6) == []
+    with pytest.raises(KeyError):
+        registry.record_folds([7], 6)

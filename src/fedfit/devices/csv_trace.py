@@ -24,13 +24,12 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from fedfit.bounded import MAX_TRACE_BYTES
-from fedfit.devices.generators import LINKS, OFFLINE
+from fedfit.devices.csv_overlay import overlay
 from fedfit.devices.traces import TRACE_ARRAYS, DeviceTrace
 from fedfit.errors import ConfigError
 from fedfit.types import DeviceProfile, Link
@@ -60,7 +59,7 @@ def load_csv_traces(paths: Mapping[int, str | os.PathLike[str]], bases: Mapping[
         key = (source, base.profile, base.battery_fraction is None)
         if key not in rows:
             rows[key] = _parsed_rows(texts[source], base, source)
-        traces[device] = _overlay(base, *rows[key])
+        traces[device] = overlay(base, *rows[key])
     return traces
 
 
@@ -123,7 +122,7 @@ def columns_from_start(path: str | os.PathLike[str], max_bytes: int = MAX_TRACE_
 
 def parse_csv_trace(text: str, base: DeviceTrace, *, source: str = "<csv>") -> DeviceTrace:
     """Lay CSV ``text`` over ``base``; ``source`` names it in errors (as :func:`load_csv_trace`)."""
-    return _overlay(base, *_parsed_rows(text, base, source))
+    return overlay(base, *_parsed_rows(text, base, source))
 
 
 def _parsed_rows(text: str, base: DeviceTrace,
@@ -260,50 +259,3 @@ _PARSERS: dict[str, Callable[[str, str, DeviceProfile], object]] = {
     "online": _flag,
     "cpu_utilisation": _fraction,
 }
-
-
-def _overlay(
-    base: DeviceTrace, times: npt.NDArray[np.float64], values: dict[str, list[object]]
-) -> DeviceTrace:
-    """``base`` with each column's values from its rows' times on, on ``base``'s grid."""
-    step = base.params.step_s
-    n = max(base.n_steps, int(times[-1] // step) + 1)
-    row_of_step = np.searchsorted(times, np.arange(n) * step, side="right") - 1
-    covered = row_of_step >= 0
-    arrays: dict[str, npt.NDArray[Any] | None] = {}
-    for name in TRACE_ARRAYS:
-        array = getattr(base, name)
-        # a copy (base stays unchanged), repeated cyclically when the file runs past its horizon
-        arrays[name] = None if array is None else array.copy() if len(array) == n else np.resize(array, n)
-    for name, column in values.items():
-        target = arrays[name]
-        if target is None:  # temperature on a trace without one: unknown (NaN) before row 2
-            target = arrays[name] = np.full(n, np.nan)
-        cells = [LINKS.index(v) for v in column] if name == "link" else column
-        target[covered] = np.asarray(cells)[row_of_step[covered]]
-    online, link, level = arrays["online"], arrays["link"], arrays["battery_fraction"]
-    assert online is not None and link is not None
-    online &= link != OFFLINE
-    if level is not None:
-        online &= level > 0
-    return _rebuilt(base, arrays)
-
-
-def _rebuilt(base: DeviceTrace, arrays: dict[str, npt.NDArray[Any] | None]) -> DeviceTrace:
-    def required(name: str) -> npt.NDArray[Any]:
-        array = arrays[name]
-        assert array is not None, name
-        return array
-
-    return DeviceTrace(
-        profile=base.profile,
-        params=base.params,
-        free_memory_bytes=required("free_memory_bytes"),
-        battery_fraction=arrays["battery_fraction"],
-        charging=arrays["charging"],
-        temperature_c=arrays["temperature_c"],
-        link=required("link"),
-        bandwidth_bps=required("bandwidth_bps"),
-        online=required("online"),
-        cpu_utilisation=required("cpu_utilisation"),
-    )

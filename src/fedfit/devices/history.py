@@ -4,7 +4,8 @@ A registry of a million devices records a round's thousand results; building a f
 :class:`DeviceHistory` per result costs more than the round's other bookkeeping together.
 :class:`HistoryColumns` keeps the counters and latest values as one numpy array each (tasks,
 completions, failure streak, the latest duration, round, cause, batch and update report), so
-:meth:`HistoryColumns.record` of a round's results is a few array writes; the rare, growing
+:meth:`HistoryColumns.record_columns` of a round's results (:mod:`fedfit.devices.task_columns`) is a few
+array writes; the rare, growing
 fields (failures per cause, folded versions) are per-device dictionaries kept only for devices
 that have them. :meth:`HistoryColumns.history` builds the :class:`DeviceHistory` value where a
 reader needs all of it (Oort's feedback, ``auto``'s revision, a checkpoint).
@@ -18,8 +19,8 @@ when its bit of ``present`` is set; ``last_cause`` indexes the cause names seen 
 none.
 
 >>> columns = HistoryColumns()
->>> columns.record([0, 2], ok=[True, False], causes=[None, "battery"], durations_s=[5.0, 2.0],
-...                rounds=[1, 1], size=3)
+>>> columns.record_one(0, True, None, 5.0, 1, size=3)
+>>> columns.record_one(2, False, "battery", 2.0, 1, size=3)
 >>> columns.history(2).failures_by_cause, columns.history(2).failure_streak, columns.history(0).tasks
 ({'battery': 1}, 1, 1)
 >>> columns.history(1) == DeviceHistory()
@@ -28,11 +29,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
+from fedfit.devices.task_columns import TaskColumns
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -157,49 +159,49 @@ class HistoryColumns:
             self._cause_names.append(cause)
         return code
 
-    def record(self, rows: Sequence[int], *, ok: Sequence[bool], causes: Sequence[str | None],
-               durations_s: Sequence[float], rounds: Sequence[int], size: int,
-               batches: Sequence[tuple[int, int] | None] | None = None,
-               updates: Sequence[UpdateRecord | None] | None = None) -> None:
-        """Count one finished task per row, in order (a row may repeat).
-
-        Args:
-            rows: the devices' rows.
-            ok: whether each returned an update.
-            causes: why each failed (``None`` when ``ok``).
-            durations_s: each task's virtual duration.
-            rounds: the round each started from.
-            size: rows the registry holds.
-            batches: ``(micro_batch, accumulation_steps)`` a success used (``None``: keep the last).
-            updates: what a success reported (``None``: keep the last).
-        """
-        if len(rows) < _MANY or len(set(rows)) < len(rows):  # few, or a row repeats: one at a time, in order
-            for i, row in enumerate(rows):
-                self._record_one(self._slot(row, size), row, ok[i], causes[i], durations_s[i], rounds[i],
-                                 None if batches is None else batches[i], None if updates is None else updates[i])
+    def record_columns(self, rows: IntArray, tasks: TaskColumns, size: int) -> None:
+        """Count one finished task per row of ``tasks``, in order (a row may repeat)."""
+        if len(rows) < _MANY or len(np.unique(rows)) < len(rows):  # few, or a row repeats: in order
+            self._record_each(rows.tolist(), tasks, size)
             return
-        at = self._slots(np.asarray(rows, dtype=np.int64), size)
-        c, good = self._ints, np.asarray(ok, dtype=bool)
-        for row, cause in zip(rows, causes):
-            if cause is not None:
-                counts = self.failures.setdefault(row, {})
-                counts[cause] = counts.get(cause, 0) + 1
+        at, good, c, f = self._slots(rows, size), tasks.ok, self._ints, self._floats
+        for row, cause in zip(rows[~good].tolist(), tasks.causes):
+            counts = self.failures.setdefault(row, {})
+            counts[cause] = counts.get(cause, 0) + 1
         had_round = (c["present"][at] & ROUND) != 0
-        new_rounds = np.asarray(rounds, dtype=np.int64)
-        c["last_round"][at] = np.where(had_round, np.maximum(c["last_round"][at], new_rounds), new_rounds)
+        c["last_round"][at] = np.where(had_round, np.maximum(c["last_round"][at], tasks.rounds), tasks.rounds)
         c["tasks"][at] += 1
         c["completions"][at] += good
         c["streak"][at] = np.where(good, 0, c["streak"][at] + 1)
-        c["cause"][at] = [0 if cause is None else self._code(cause) for cause in causes]
-        self._floats["last_duration_s"][at] = durations_s
+        codes = np.zeros(len(rows), dtype=np.int64)
+        codes[~good] = [self._code(cause) for cause in tasks.causes]
+        c["cause"][at] = codes
+        f["last_duration_s"][at] = tasks.durations_s
         c["present"][at] |= DURATION | ROUND
-        self._record_batches(at, batches)
-        self._record_updates(at, updates)
+        won = at[good]
+        c["micro_batch"][won], c["accumulation"][won] = tasks.micro_batch, tasks.accumulation
+        c["update_round"][won], c["samples"][won] = tasks.update_round, tasks.samples
+        f["update_duration_s"][won], f["train_loss"][won] = tasks.durations_s[good], tasks.train_loss
+        c["present"][won] |= BATCH | UPDATE
 
-    def _record_one(self, slot: int, row: int, ok: bool, cause: str | None, duration_s: float, round: int,
-                    batch: tuple[int, int] | None, update: UpdateRecord | None) -> None:
-        """:meth:`record` of one task (scalar writes: numpy's per-call cost dominates for few rows)."""
-        c = self._ints
+    def _record_each(self, rows: list[int], tasks: TaskColumns, size: int) -> None:
+        """:meth:`record_columns` one task at a time (numpy's per-call cost dominates for few)."""
+        causes, j = iter(tasks.causes), 0
+        for row, ok, duration_s, round_ in zip(rows, tasks.ok.tolist(), tasks.durations_s.tolist(),
+                                               tasks.rounds.tolist()):
+            if not ok:
+                self.record_one(row, False, next(causes), duration_s, round_, size)
+                continue
+            batch = int(tasks.micro_batch[j]), int(tasks.accumulation[j])
+            update = UpdateRecord(int(tasks.update_round[j]), duration_s, int(tasks.samples[j]),
+                                  float(tasks.train_loss[j]))
+            self.record_one(row, True, None, duration_s, round_, size, batch, update)
+            j += 1
+
+    def record_one(self, row: int, ok: bool, cause: str | None, duration_s: float, round: int, size: int,
+                   batch: tuple[int, int] | None = None, update: UpdateRecord | None = None) -> None:
+        """Count one finished task of ``row`` (a success's batch and report: ``None`` keeps the last)."""
+        slot, c = self._slot(row, size), self._ints
         if cause is not None:
             counts = self.failures.setdefault(row, {})
             counts[cause] = counts.get(cause, 0) + 1
@@ -218,24 +220,6 @@ class HistoryColumns:
             c["update_round"][slot], c["samples"][slot] = update.round, update.samples_processed
             self._floats["update_duration_s"][slot], self._floats["train_loss"][slot] = update.duration_s, update.train_loss
             c["present"][slot] |= UPDATE
-
-    def _record_batches(self, slots: IntArray, batches: Sequence[tuple[int, int] | None] | None) -> None:
-        given = [(slot, b) for slot, b in zip(slots.tolist(), batches or ()) if b is not None]
-        if given:
-            at = np.array([slot for slot, _ in given], dtype=np.int64)
-            self._ints["micro_batch"][at] = [b[0] for _, b in given]
-            self._ints["accumulation"][at] = [b[1] for _, b in given]
-            self._ints["present"][at] |= BATCH
-
-    def _record_updates(self, slots: IntArray, updates: Sequence[UpdateRecord | None] | None) -> None:
-        given = [(slot, u) for slot, u in zip(slots.tolist(), updates or ()) if u is not None]
-        if given:
-            c, f, at = self._ints, self._floats, np.array([slot for slot, _ in given], dtype=np.int64)
-            c["update_round"][at] = [u.round for _, u in given]
-            f["update_duration_s"][at] = [u.duration_s for _, u in given]
-            c["samples"][at] = [u.samples_processed for _, u in given]
-            f["train_loss"][at] = [u.train_loss for _, u in given]
-            c["present"][at] |= UPDATE
 
     def suggest_batch(self, row: int, micro_batch: int, size: int) -> None:
         """Store the server's initial batch suggestion for ``row``."""

@@ -23,7 +23,6 @@ and :meth:`Registry.restore` move it in and out of a checkpoint as frozen values
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,8 @@ import numpy.typing as npt
 
 from fedfit.devices.history import DeviceHistory, HistoryColumns, UpdateRecord
 from fedfit.devices.state_columns import HotStates, StateColumns
-from fedfit.types import DeviceProfile, DeviceState, Failure, TaskResult
+from fedfit.devices.task_columns import cause_name, task_columns
+from fedfit.types import DeviceProfile, DeviceState, TaskResult
 
 __all__ = ["DeviceHistory", "Registry", "RegistryEntry", "UpdateRecord"]
 
@@ -215,8 +215,7 @@ class Registry:
         """
         if ok == (cause is not None):
             raise ValueError(f"ok={ok} needs cause {'None' if ok else 'set'}, got {cause!r}")
-        self._history.record([self._row(device_id)], ok=[ok], causes=[_cause_name(cause)], durations_s=[duration_s],
-                             rounds=[round], size=len(self._ids))
+        self._history.record_one(self._row(device_id), ok, cause_name(cause), duration_s, round, len(self._ids))
 
     def record_task(self, result: TaskResult) -> None:
         """Record a finished task: its outcome (:meth:`record_result`) and, for an update, the
@@ -224,17 +223,15 @@ class Registry:
         self.record_tasks([result])
 
     def record_tasks(self, results: Sequence[TaskResult]) -> None:
-        """:meth:`record_task` of each result, in order, as a few array writes.
+        """:meth:`record_task` of each result, in order, as a few array writes
+        (:func:`~fedfit.devices.task_columns.task_columns`).
 
         Raises:
             ValueError: an update with a micro-batch or accumulation below 1 (nothing is recorded).
         """
-        if not results:
-            return
-        ok, causes, durations, batches, updates = zip(*map(_task_record, results))
-        self._history.record([self._row(r.plan.device_id) for r in results], ok=ok, causes=causes,
-                             durations_s=durations, rounds=[r.plan.round for r in results], size=len(self._ids),
-                             batches=batches, updates=updates)
+        if results:
+            tasks = task_columns(results)
+            self._history.record_columns(self._rows_of(tasks.device_ids), tasks, len(self._ids))
 
     def record_fold(self, device_id: int, version: int) -> tuple[int, ...]:
         """Note that the server folded one of the device's updates in at model ``version``;
@@ -242,6 +239,14 @@ class Registry:
         row, folded = self._row(device_id), self._history.folded
         versions = folded[row] = (*folded.get(row, ()), version)
         return versions
+
+    def record_folds(self, device_ids: Sequence[int], version: int) -> list[tuple[int, ...]]:
+        """:meth:`record_fold` of each device in order, all at model ``version`` (rows found in one pass)."""
+        folded, out = self._history.folded, []
+        for row in self._rows_of(device_ids).tolist() if device_ids else ():
+            versions = folded[row] = (*folded.get(row, ()), version)
+            out.append(versions)
+        return out
 
     def failure_streak(self, device_id: int) -> int:
         """Failures in a row since the device's last success (0: its last task succeeded)."""
@@ -290,22 +295,3 @@ class Registry:
     def tiers(self) -> list[str]:
         """Tier names present, in order of first enrolment."""
         return list(self.ids_by_tier())
-
-
-def _task_record(result: TaskResult) -> tuple[bool, str | None, float, tuple[int, int] | None, UpdateRecord | None]:
-    """(ok, cause, duration, batch used, update report) of a finished task, as the history records it."""
-    outcome, duration_s = result.outcome, result.finish_s - result.start_s
-    if isinstance(outcome, Failure):
-        return False, _cause_name(outcome.cause), duration_s, None, None
-    if outcome.micro_batch < 1 or outcome.accumulation_steps < 1:
-        raise ValueError(f"need micro_batch, accumulation_steps >= 1, got {outcome.micro_batch}, "
-                         f"{outcome.accumulation_steps}")
-    return True, None, duration_s, (outcome.micro_batch, outcome.accumulation_steps), UpdateRecord(
-        outcome.round, duration_s, outcome.samples_processed, outcome.train_loss)
-
-
-def _cause_name(cause: object) -> str | None:
-    """A failure cause as the history stores it (a ``FailureCause``'s value); ``None`` stays."""
-    if cause is None:
-        return None
-    return str(cause.value) if isinstance(cause, enum.Enum) else str(cause)

@@ -238,15 +238,17 @@ class SyncOrchestrator:
                     tally.count_failure(res.tier, FailureCause.STALE)
             fresh = [res for res in fresh if r - res.plan.round <= limit]
         updates = [cast(Update, res.outcome) for res in fresh]
-        weighting, participation, record_fold = self.rule.weighting, self.rule.participation, self.registry.record_fold
-        arrivals = []
+        weighting, participation = self.rule.weighting, self.rule.participation
+        kept = []
         for res, update, got in zip(fresh, updates, self.submodels.incoming_many(updates, params,
                                                                                   [weighting(u) for u in updates])):
             if isinstance(got, UpdateRejected):
                 tally.count_rejected(res.tier)
                 continue
-            plan = res.plan
-            arrivals.append(Arrival(update, r - plan.round, *got, participation(record_fold(plan.device_id, r))))
+            kept.append((res.plan.device_id, res.plan.round, update, got))
+        folds = self.registry.record_folds([device for device, *_ in kept], r)
+        arrivals = [Arrival(update, r - round_, *got, participation(versions))
+                    for (_, round_, update, got), versions in zip(kept, folds)]
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:
