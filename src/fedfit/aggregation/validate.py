@@ -68,10 +68,8 @@ def finite_rows(updates: Sequence[Params]) -> list[bool]:
     for (name, shape, _), rows in groups.items():
         if math.prod(shape) == 0:
             continue  # no entries: vacuously finite
-        stacked = torch.stack([updates[i][name] for i in rows]).reshape(len(rows), -1)
-        sums = stacked.sum(dim=1)
-        for j in torch.nonzero(~torch.isfinite(sums)).flatten().tolist():
-            known[rows[j]] = known[rows[j]] and bool(torch.isfinite(stacked[j]).all())
+        for i, finite in zip(rows, _finite_stacked([updates[i][name] for i in rows]), strict=True):
+            known[i] = known[i] and finite
     return known
 
 

@@ -26,14 +26,11 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from fedfit.types import Failure, FailureCause, TaskResult, Update
+from fedfit.types import Failure, TaskResult, Update
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-
-_NAMES: dict[object, str] = {cause: cause.value for cause in FailureCause}
-
 
 @dataclass(frozen=True, slots=True)
 class TaskColumns:
@@ -84,7 +81,7 @@ def task_columns(results: Sequence[TaskResult]) -> TaskColumns:
     return TaskColumns(
         device_ids=[p.device_id for p in plans],
         ok=np.array(ok, dtype=bool),
-        causes=[_NAMES.get(f.cause) or cause_name(f.cause) or "" for f in failures],
+        causes=[str(cause_name(f.cause)) for f in failures],
         durations_s=finish - np.array([r.start_s for r in results], dtype=np.float64),
         rounds=np.array([p.round for p in plans], dtype=np.int64),
         micro_batch=micro, accumulation=accumulation,
