@@ -72,7 +72,8 @@ class DynamiteConfig(Section):
     ``iid``, σ²/b (independent draws); on a stream the term is ``stream_noise``'s.
     ``last_round``: K counts whole rounds in the last round the budget left can buy (fewer than
     two of the shortest rounds, τ = 1 and b_i = 1, fit; :mod:`fedfit.policy.dynamite.last_round`),
-    the ratio in the others; moot with ``whole_rounds``."""
+    the ratio in the others; moot with ``whole_rounds``; off by default (neutral on the streaming
+    bench, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True

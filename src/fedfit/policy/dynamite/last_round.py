@@ -8,10 +8,10 @@ shortest plan there is (τ = 1, b_i = 1: each device's round is then its transfe
 sample's step), the round planned now is the last one any plan can buy, and the time it leaves
 is wasted: no later plan exists to use it. A second saved there buys nothing, yet the ratio
 still prices it at F0 / (η τ T), which grows as T runs out — the last plans' batches shrink
-to 1–4 for a fraction of a round no plan can complete. So, in that round only, K is the number
-of whole rounds that fit (``Budget.whole_rounds``): 1 for every plan whose round fits the budget
-left, and the bound then picks the batches by their noise alone (below one round it stays the
-ratio, so plans that fit none are still ordered).
+(to 1–11 on the bench's streams) for a fraction of a round no plan can complete. So, in that
+round only, K is the number of whole rounds that fit (``Budget.whole_rounds``): 1 for every
+plan whose round fits the budget left, and the bound then picks the batches by their noise
+alone (below one round it stays the ratio, so plans that fit none are still ordered).
 
 Unlike ``dynamite.whole_rounds`` (⌊K⌋ in every round), the earlier rounds keep the ratio: there
 the slack of ⌊K⌋'s plateau is not this round's alone to spend.
