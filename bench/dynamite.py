@@ -7,8 +7,8 @@ offline-optimal reference is the grid point with the least time to target on the
 and seed; the summary compares online DYNAMITE with it and with batch 32 / one local epoch.
 The streaming variant (``--stream``) adds data arriving over time (examples/dynamite_stream.yaml):
 it runs every fixed setting the example declares (all its ``grid-*`` points and batch 32 / one
-epoch), prints each run's mean buffer size and trained-data age (seconds since the samples a
-task trained on arrived, averaged over the tasks that returned an update), and whether online
+epoch), prints each run's mean buffer size, trained-data age (seconds since the samples a
+task trained on arrived, averaged over the tasks that returned an update) and rounds aggregated within the budget, and whether online
 DYNAMITE's accuracy at the budget is above every fixed setting's.
 
     PYTHONPATH=src python bench/dynamite.py [--seeds 0 1 2] [--datasets digits fashion_mnist] [--stream]
@@ -52,6 +52,7 @@ class Outcome:
     wall_s: float
     buffer: float | None = None
     age_s: float | None = None
+    rounds: int = 0
 
 
 def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
@@ -59,6 +60,7 @@ def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
     start, energy, hit, accuracy = time.perf_counter(), 0.0, None, 0.0
     held: list[tuple[int, float]] = []  # (buffer size, mean data age) of every task that trained
     plan = ""  # the last (τ, b_i) a round within the budget ran with
+    rounds = 0  # aggregations within the budget
     with built(config) as exp:
         planner = exp.orchestrator.observer
         for outcome in exp.orchestrator.rounds(exp.initial_params):
@@ -66,6 +68,7 @@ def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
             energy += r.energy_j
             if r.virtual_time_s > budget_s:
                 break
+            rounds += 1
             if isinstance(planner, DynamitePlanner) and planner.history:
                 _, tau, batches = planner.history[-1]
                 plan = f"τ={tau} b={min(batches)}..{max(batches)}"
@@ -76,7 +79,7 @@ def run_to_budget(config: ExperimentConfig, budget_s: float) -> Outcome:
             if hit is None and accuracy >= config.evaluation.target_accuracy:
                 hit = (r.virtual_time_s, energy)
     return Outcome(hit[0] if hit else None, hit[1] if hit else None, accuracy, plan,
-                   time.perf_counter() - start, _mean([n for n, _ in held]), _mean([a for _, a in held]))
+                   time.perf_counter() - start, _mean([n for n, _ in held]), _mean([a for _, a in held]), rounds)
 
 
 def _mean(xs: list[float] | list[int]) -> float | None:
@@ -126,9 +129,9 @@ def _grid_order(name: str) -> tuple[int, int]:
 
 
 def report_stream(dataset: str, seed: int, rows: dict[str, Outcome]) -> None:
-    print(f"\n{dataset} seed {seed} (stream): strategy, accuracy at budget, mean buffer, mean data age s, plan, wall s")
+    print(f"\n{dataset} seed {seed} (stream): strategy, accuracy at budget, mean buffer, mean data age s, rounds, plan, wall s")
     for name, o in rows.items():
-        print(f"  {name:18s} {o.accuracy_at_budget:6.3f} {_fmt(o.buffer):>6s} {_fmt(o.age_s):>6s}  {o.plan:22s} "
+        print(f"  {name:18s} {o.accuracy_at_budget:6.3f} {_fmt(o.buffer):>6s} {_fmt(o.age_s):>6s} {o.rounds:3d}  {o.plan:22s} "
               f"{o.wall_s:5.1f}", flush=True)
     fixed = {n: o.accuracy_at_budget for n, o in rows.items() if n.startswith("grid-") or n == "batch32-epoch1"}
     if not fixed or "dynamite-online" not in rows:

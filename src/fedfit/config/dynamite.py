@@ -69,7 +69,11 @@ class DynamiteConfig(Section):
     of the trainer's reshuffled epochs over each device's data, the sampling error of a round's
     summed steps (:func:`fedfit.policy.dynamite.sampling.step_noise`: tasks covering whole epochs
     carry almost none; the default, measured closer to the offline optimum, see the README), or
-    ``iid``, σ²/b (independent draws); on a stream the term is ``stream_noise``'s."""
+    ``iid``, σ²/b (independent draws); on a stream the term is ``stream_noise``'s.
+    ``last_round``: K counts whole rounds in the last round the budget left can buy (fewer than
+    two of the shortest rounds, τ = 1 and b_i = 1, fit; :mod:`fedfit.policy.dynamite.last_round`),
+    the ratio in the others; moot with ``whole_rounds``; off by default (neutral on the streaming
+    bench, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -88,6 +92,7 @@ class DynamiteConfig(Section):
     sigma_probe: bool = True
     whole_rounds: bool = False
     noise_model: Literal["iid", "reshuffled"] = "reshuffled"
+    last_round: bool = False
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

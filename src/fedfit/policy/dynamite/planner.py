@@ -32,6 +32,7 @@ from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration, calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
+from fedfit.policy.dynamite.last_round import last_round_budget
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
 from fedfit.policy.dynamite.search import (
     Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
@@ -79,6 +80,8 @@ class DynamiteSettings:
         noise_model: the bound's mini-batch noise on static data: ``iid``, σ²/b per step
             (independent draws); ``reshuffled``, the trainer's reshuffled epochs over each
             device's data (:func:`.sampling.step_noise`). A stream's term is ``streaming``'s.
+        last_round: K counts whole rounds in the last round the budget left can buy
+            (:mod:`.last_round`); ``False``: as ``budget`` says in every round.
     """
 
     solver: Solver = "heterogeneous"
@@ -96,6 +99,7 @@ class DynamiteSettings:
     plan_for: PlanFor = "reachable"
     sigma_probe: bool = False
     noise_model: NoiseModel = "iid"
+    last_round: bool = False
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -177,6 +181,7 @@ class DynamitePlanner:
         shares = [n / sum(sizes) for n in sizes]
         est = self.estimates()
         budget = self._budget_left(len(live))
+        budget = last_round_budget(budget, devices) if s.last_round else budget
         if s.solver == "closed_form":
             found = closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
         else:
