@@ -18,13 +18,15 @@ Only models whose every leaf module computes each sample on its own and holds no
 batched (:data:`PER_SAMPLE_LEAVES`: linear and convolution layers, pooling, activations, the
 zoo's scaler): batch-norm would see the padding, dropout draws random numbers, recurrent layers
 are left out. Plans with memory-saving techniques and local DP-SGD are not batched either; the
-executor (:mod:`fedfit.simulation.batched`) trains those one by one.
+executor (:mod:`fedfit.simulation.batched`) trains those one by one. Plans asking DYNAMITE's σ²
+probe (``TrainPlan.sigma_probe``) are batched: the probing devices' half-batch gradient
+differences at the first step are one more vectorised op (:mod:`fedfit.training.stacked_probe`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 import torch
@@ -34,6 +36,7 @@ from torch.func import functional_call, vmap
 from fedfit.models.zoo import Scaler
 from fedfit.training.optimizers import OptimizerConfig
 from fedfit.training.stacked_optim import StackedOptimizer
+from fedfit.training.stacked_probe import Gradients, cohort_sigma2
 from fedfit.training.trainer import _batches, task_generator
 from fedfit.types import Params, TrainPlan, Update
 
@@ -53,9 +56,9 @@ def batchable_model(model: nn.Module) -> bool:
 
 
 def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
-    """Whether a plan trains plainly (no memory technique, no local DP-SGD) and asks no σ²
-    probe (the cohort op does not take one: such tasks run on the per-task trainer)."""
-    return not plan.techniques.active and optimizer.local_dp is None and not plan.sigma_probe
+    """Whether a plan trains plainly (no memory technique, no local DP-SGD); a σ² probe is taken
+    in the cohort op."""
+    return not plan.techniques.active and optimizer.local_dp is None
 
 
 def cohort_key(plan: TrainPlan) -> CohortKey:
@@ -100,9 +103,6 @@ def _schedule(batches: Sequence[Sequence[torch.Tensor]], offsets: Sequence[int]
             weight[s, g, : len(idx)] = 1.0
             count[s, g] = len(idx)
     return index, weight, count
-
-
-Gradients = Callable[..., tuple[dict[str, torch.Tensor], torch.Tensor]]
 
 
 def _gradients(model: nn.Module) -> Gradients:
@@ -151,18 +151,24 @@ def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tupl
     loss_sum = torch.zeros(len(plans), dtype=torch.float64)
     params = opt.params
     first = torch.full((len(plans),), math.nan, dtype=torch.float64)  # each device's first-step loss
+    probing = torch.tensor([p.sigma_probe for p in plans])
+    sigma2: list[float | None] = [None] * len(plans)
     for s in range(len(index)):
-        grads, losses = gradients(params, x_all[index[s]], y_all[index[s]], weight[s], count[s].clamp(min=1.0))
+        xs, ys = x_all[index[s]], y_all[index[s]]
+        if s == 0 and bool(probing.any()):  # at the received models, before the first step
+            sigma2 = cohort_sigma2(gradients, params, xs, ys, count[0],
+                                   torch.tensor([len(x) for x, _ in data]), probing)
+        grads, losses = gradients(params, xs, ys, weight[s], count[s].clamp(min=1.0))
         loss_sum += losses.double() * count[s].double()
         first = torch.where(first.isnan() & (count[s] > 0), losses.double(), first)
         params = opt.step(grads, active=count[s] > 0)
     return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]),
-                    float(first[g]))
+                    float(first[g]), sigma2[g])
             for g, (plan, (x, _), device_batches) in enumerate(zip(plans, data, batches, strict=True))]
 
 
 def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[torch.Tensor],
-            loss_sum: float, start_loss: float) -> Update:
+            loss_sum: float, start_loss: float, sigma2: float | None) -> Update:
     samples = sum(len(idx) for idx in batches)
     return Update(
         device_id=plan.device_id,
@@ -176,4 +182,5 @@ def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[to
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=plan.epoch_batches,
         start_loss=None if math.isnan(start_loss) else start_loss,
+        sigma2=sigma2,
     )
