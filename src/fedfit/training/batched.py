@@ -91,17 +91,27 @@ def planned_steps(examples: int, plan: TrainPlan) -> int:
 def _schedule(batches: Sequence[Sequence[torch.Tensor]], offsets: Sequence[int]
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(index ``[S, G, B]`` into the concatenated data, sample weight ``[S, G, B]``, batch size
-    ``[S, G]``) of S steps of G devices, padded to the largest batch B (weight 0, index 0)."""
-    steps = max(len(b) for b in batches)
-    width = max(len(idx) for b in batches for idx in b)
-    index = torch.zeros(steps, len(batches), width, dtype=torch.long)
-    weight = torch.zeros(steps, len(batches), width)
-    count = torch.zeros(steps, len(batches))
-    for g, (device_batches, offset) in enumerate(zip(batches, offsets, strict=True)):
-        for s, idx in enumerate(device_batches):
-            index[s, g, : len(idx)] = idx + offset
-            weight[s, g, : len(idx)] = 1.0
-            count[s, g] = len(idx)
+    ``[S, G]``) of S steps of G devices, padded to the largest batch B (weight 0, index 0).
+
+    Scattered at once, not batch by batch (a few ops per cohort rather than three per device-step).
+
+    >>> index, weight, count = _schedule([[torch.tensor([1, 0]), torch.tensor([2])], [torch.tensor([0])]], [0, 3])
+    >>> index.tolist(), count.tolist()
+    ([[[1, 0], [3, 0]], [[2, 0], [0, 0]]], [[2.0, 1.0], [1.0, 0.0]])
+    """
+    steps_of = torch.tensor([len(b) for b in batches])
+    sizes = torch.tensor([len(idx) for b in batches for idx in b])
+    index = torch.zeros(int(steps_of.max()), len(batches), int(sizes.max()), dtype=torch.long)
+    weight = torch.zeros(index.shape)
+    count = torch.zeros(index.shape[:2])
+    device = torch.repeat_interleave(torch.arange(len(batches)), steps_of)  # of each batch
+    step = torch.arange(len(sizes)) - torch.repeat_interleave(steps_of.cumsum(0) - steps_of, steps_of)
+    count[step, device] = sizes.float()
+    position = torch.arange(int(sizes.sum())) - torch.repeat_interleave(sizes.cumsum(0) - sizes, sizes)
+    step, device = torch.repeat_interleave(step, sizes), torch.repeat_interleave(device, sizes)  # of each sample
+    index[step, device, position] = torch.cat([torch.cat(list(b)) + offset for b, offset in
+                                               zip(batches, offsets, strict=True) if len(b)])
+    weight[step, device, position] = 1.0
     return index, weight, count
 
 
