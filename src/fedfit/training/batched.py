@@ -63,17 +63,22 @@ def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
 
 def cohort_key(plan: TrainPlan) -> CohortKey:
     """What plans trained together share: width (the sub-model's shapes), learning rate, the
-    effective batch of every epoch, and the step cap. Micro-batch and accumulation may differ:
-    they split the same effective batch, which sums the same terms.
+    effective batches epoch after epoch, and the step cap. Micro-batch and accumulation may differ:
+    they split the same effective batch, which sums the same terms. A run of epochs with the same
+    effective batch counts once: the number of epochs only changes a device's step count, by which
+    the executor splits groups anyway (DYNAMITE gives each device the epochs its τ steps take).
 
     >>> cohort_key(TrainPlan(0, 0, micro_batch=8, accumulation_steps=2, local_epochs=2))
-    (1.0, 0.05, (16, 16), None)
-    >>> cohort_key(TrainPlan(1, 0, micro_batch=4, accumulation_steps=4, local_epochs=2))
-    (1.0, 0.05, (16, 16), None)
+    (1.0, 0.05, (16,), None)
+    >>> cohort_key(TrainPlan(1, 0, micro_batch=4, accumulation_steps=4, local_epochs=3))
+    (1.0, 0.05, (16,), None)
+    >>> cohort_key(TrainPlan(2, 0, micro_batch=8, epoch_batches=((8, 1), (8, 1), (4, 1), (8, 1))))
+    (1.0, 0.05, (8, 4, 8), None)
     """
     epochs = len(plan.epoch_batches) or plan.local_epochs
-    per_epoch = tuple(m * a for m, a in (plan.epoch_batch(e) for e in range(epochs)))
-    return plan.width, plan.lr, per_epoch, plan.max_steps
+    per_epoch = [m * a for m, a in (plan.epoch_batch(e) for e in range(epochs))]
+    runs = tuple(b for e, b in enumerate(per_epoch) if e == 0 or b != per_epoch[e - 1])
+    return plan.width, plan.lr, runs, plan.max_steps
 
 
 def planned_steps(examples: int, plan: TrainPlan) -> int:
