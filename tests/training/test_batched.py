@@ -114,3 +114,17 @@ def test_which_models_and_plans_are_batched() -> None:
     assert not batchable_plan(plan, OptimizerConfig(local_dp=LocalDP(clip_norm=1.0, noise_multiplier=1.0)))
     assert cohort_key(TrainPlan(0, 0, micro_batch=2, accumulation_steps=8)) == cohort_key(TrainPlan(1, 0, micro_batch=16))
     assert cohort_key(TrainPlan(0, 0, micro_batch=8, width=0.5)) != cohort_key(plan)
+
+
+def test_plans_differing_only_in_their_number_of_equal_epochs_share_a_cohort() -> None:
+    """DYNAMITE gives each device the epochs its τ steps take: 2 or 5 epochs of batch 16 capped at
+    τ = 6 steps train together (step counts split groups on their own); a changed batch does not."""
+    two, five = TrainPlan(0, 0, micro_batch=16, local_epochs=2, max_steps=6), TrainPlan(1, 0, micro_batch=16,
+                                                                                        local_epochs=5, max_steps=6)
+    assert cohort_key(two) == cohort_key(five)
+    assert cohort_key(TrainPlan(2, 0, micro_batch=16, max_steps=6, epoch_batches=((16, 1), (8, 1)))) != \
+        cohort_key(two)
+    model, starts, data = _cohort("logreg")
+    for start, (x, y), plan, got in zip(starts[:2], data[:2], [two, five],
+                                        train_cohort(model, starts[:2], data[:2], [two, five], seed=3), strict=True):
+        assert _max_diff(train(model, start, x, y, plan, seed=3).params, got.params) <= 1e-5

@@ -18,13 +18,15 @@ Only models whose every leaf module computes each sample on its own and holds no
 batched (:data:`PER_SAMPLE_LEAVES`: linear and convolution layers, pooling, activations, the
 zoo's scaler): batch-norm would see the padding, dropout draws random numbers, recurrent layers
 are left out. Plans with memory-saving techniques and local DP-SGD are not batched either; the
-executor (:mod:`fedfit.simulation.batched`) trains those one by one.
+executor (:mod:`fedfit.simulation.batched`) trains those one by one. Plans asking DYNAMITE's σ²
+probe (``TrainPlan.sigma_probe``) are batched: the probing devices' half-batch gradient
+differences at the first step are one more vectorised op (:mod:`fedfit.training.stacked_probe`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 import torch
@@ -34,6 +36,7 @@ from torch.func import functional_call, vmap
 from fedfit.models.zoo import Scaler
 from fedfit.training.optimizers import OptimizerConfig
 from fedfit.training.stacked_optim import StackedOptimizer
+from fedfit.training.stacked_probe import Gradients, cohort_sigma2
 from fedfit.training.trainer import _batches, task_generator
 from fedfit.types import Params, TrainPlan, Update
 
@@ -53,24 +56,29 @@ def batchable_model(model: nn.Module) -> bool:
 
 
 def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
-    """Whether a plan trains plainly (no memory technique, no local DP-SGD) and asks no σ²
-    probe (the cohort op does not take one: such tasks run on the per-task trainer)."""
-    return not plan.techniques.active and optimizer.local_dp is None and not plan.sigma_probe
+    """Whether a plan trains plainly (no memory technique, no local DP-SGD); a σ² probe is taken
+    in the cohort op."""
+    return not plan.techniques.active and optimizer.local_dp is None
 
 
 def cohort_key(plan: TrainPlan) -> CohortKey:
     """What plans trained together share: width (the sub-model's shapes), learning rate, the
-    effective batch of every epoch, and the step cap. Micro-batch and accumulation may differ:
-    they split the same effective batch, which sums the same terms.
+    effective batches epoch after epoch, and the step cap. Micro-batch and accumulation may differ:
+    they split the same effective batch, which sums the same terms. A run of epochs with the same
+    effective batch counts once: the number of epochs only changes a device's step count, by which
+    the executor splits groups anyway (DYNAMITE gives each device the epochs its τ steps take).
 
     >>> cohort_key(TrainPlan(0, 0, micro_batch=8, accumulation_steps=2, local_epochs=2))
-    (1.0, 0.05, (16, 16), None)
-    >>> cohort_key(TrainPlan(1, 0, micro_batch=4, accumulation_steps=4, local_epochs=2))
-    (1.0, 0.05, (16, 16), None)
+    (1.0, 0.05, (16,), None)
+    >>> cohort_key(TrainPlan(1, 0, micro_batch=4, accumulation_steps=4, local_epochs=3))
+    (1.0, 0.05, (16,), None)
+    >>> cohort_key(TrainPlan(2, 0, micro_batch=8, epoch_batches=((8, 1), (8, 1), (4, 1), (8, 1))))
+    (1.0, 0.05, (8, 4, 8), None)
     """
     epochs = len(plan.epoch_batches) or plan.local_epochs
-    per_epoch = tuple(m * a for m, a in (plan.epoch_batch(e) for e in range(epochs)))
-    return plan.width, plan.lr, per_epoch, plan.max_steps
+    per_epoch = [m * a for m, a in (plan.epoch_batch(e) for e in range(epochs))]
+    runs = tuple(b for e, b in enumerate(per_epoch) if e == 0 or b != per_epoch[e - 1])
+    return plan.width, plan.lr, runs, plan.max_steps
 
 
 def planned_steps(examples: int, plan: TrainPlan) -> int:
@@ -88,21 +96,28 @@ def planned_steps(examples: int, plan: TrainPlan) -> int:
 def _schedule(batches: Sequence[Sequence[torch.Tensor]], offsets: Sequence[int]
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(index ``[S, G, B]`` into the concatenated data, sample weight ``[S, G, B]``, batch size
-    ``[S, G]``) of S steps of G devices, padded to the largest batch B (weight 0, index 0)."""
-    steps = max(len(b) for b in batches)
-    width = max(len(idx) for b in batches for idx in b)
-    index = torch.zeros(steps, len(batches), width, dtype=torch.long)
-    weight = torch.zeros(steps, len(batches), width)
-    count = torch.zeros(steps, len(batches))
-    for g, (device_batches, offset) in enumerate(zip(batches, offsets, strict=True)):
-        for s, idx in enumerate(device_batches):
-            index[s, g, : len(idx)] = idx + offset
-            weight[s, g, : len(idx)] = 1.0
-            count[s, g] = len(idx)
+    ``[S, G]``) of S steps of G devices, padded to the largest batch B (weight 0, index 0).
+
+    Scattered at once, not batch by batch (a few ops per cohort rather than three per device-step).
+
+    >>> index, weight, count = _schedule([[torch.tensor([1, 0]), torch.tensor([2])], [torch.tensor([0])]], [0, 3])
+    >>> index.tolist(), count.tolist()
+    ([[[1, 0], [3, 0]], [[2, 0], [0, 0]]], [[2.0, 1.0], [1.0, 0.0]])
+    """
+    steps_of = torch.tensor([len(b) for b in batches])
+    sizes = torch.tensor([len(idx) for b in batches for idx in b])
+    index = torch.zeros(int(steps_of.max()), len(batches), int(sizes.max()), dtype=torch.long)
+    weight = torch.zeros(index.shape)
+    count = torch.zeros(index.shape[:2])
+    device = torch.repeat_interleave(torch.arange(len(batches)), steps_of)  # of each batch
+    step = torch.arange(len(sizes)) - torch.repeat_interleave(steps_of.cumsum(0) - steps_of, steps_of)
+    count[step, device] = sizes.float()
+    position = torch.arange(int(sizes.sum())) - torch.repeat_interleave(sizes.cumsum(0) - sizes, sizes)
+    step, device = torch.repeat_interleave(step, sizes), torch.repeat_interleave(device, sizes)  # of each sample
+    index[step, device, position] = torch.cat([torch.cat(list(b)) + offset for b, offset in
+                                               zip(batches, offsets, strict=True) if len(b)])
+    weight[step, device, position] = 1.0
     return index, weight, count
-
-
-Gradients = Callable[..., tuple[dict[str, torch.Tensor], torch.Tensor]]
 
 
 def _gradients(model: nn.Module) -> Gradients:
@@ -151,18 +166,24 @@ def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tupl
     loss_sum = torch.zeros(len(plans), dtype=torch.float64)
     params = opt.params
     first = torch.full((len(plans),), math.nan, dtype=torch.float64)  # each device's first-step loss
+    probing = torch.tensor([p.sigma_probe for p in plans])
+    sigma2: list[float | None] = [None] * len(plans)
     for s in range(len(index)):
-        grads, losses = gradients(params, x_all[index[s]], y_all[index[s]], weight[s], count[s].clamp(min=1.0))
+        xs, ys = x_all[index[s]], y_all[index[s]]
+        if s == 0 and bool(probing.any()):  # at the received models, before the first step
+            sigma2 = cohort_sigma2(gradients, params, xs, ys, count[0],
+                                   torch.tensor([len(x) for x, _ in data]), probing)
+        grads, losses = gradients(params, xs, ys, weight[s], count[s].clamp(min=1.0))
         loss_sum += losses.double() * count[s].double()
         first = torch.where(first.isnan() & (count[s] > 0), losses.double(), first)
         params = opt.step(grads, active=count[s] > 0)
     return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]),
-                    float(first[g]))
+                    float(first[g]), sigma2[g])
             for g, (plan, (x, _), device_batches) in enumerate(zip(plans, data, batches, strict=True))]
 
 
 def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[torch.Tensor],
-            loss_sum: float, start_loss: float) -> Update:
+            loss_sum: float, start_loss: float, sigma2: float | None) -> Update:
     samples = sum(len(idx) for idx in batches)
     return Update(
         device_id=plan.device_id,
@@ -176,4 +197,5 @@ def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[to
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=plan.epoch_batches,
         start_loss=None if math.isnan(start_loss) else start_loss,
+        sigma2=sigma2,
     )
