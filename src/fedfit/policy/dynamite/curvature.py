@@ -14,17 +14,18 @@ size n_s carries weight c_s / n_s), finite-population sampling gives, in units o
 
     V(q) = Σ_epochs (Σ_s c_s² / n_s − (Σ_s c_s)² / D) · D / (D − 1)
 
-and independent draws of the same batches give I(q) = Σ_s c_s² / n_s. ``r = V / I`` is the share
-of independent draws' noise that reshuffling leaves at the round's end; the per-step noise the
-bound charges is that share of the independent draws' per-step 1/n::
+and independent draws of the same batches give I(q) = Σ_s c_s² / n_s. The bound charges noise
+per step; the round's steps weigh Σ_s c_s² at its end, so the per-step noise is::
 
-    v(q) = V(q) / I(q) · (1/τ) Σ_s 1 / n_s
+    v(q) = V(q) / Σ_s c_s²
 
-Limits: q = 1 (no curvature, λ = 0): v = V(1)/τ, exactly :func:`step_noise` (the sum's
-cancellation); q = 0 (ηλ ≥ 1: each step forgets the previous ones): only the last batch counts,
-v = (D − n)/(D − 1) · (1/τ) Σ_s 1/n_s, the independent draws' 1/b up to the without-replacement
-factor (D − b)/(D − 1). In between, the early steps of each epoch fade, and with them the part
-of the cancellation they carried. λ is β_σ, the curvature of the loss along the σ² probe's
+(independent draws of b: I / Σ c² = 1/b, the ``iid`` term; so v = r/b with r = V / I the share of
+independent draws' noise that reshuffling leaves at the round's end). Limits: q = 1 (no
+curvature, λ = 0): v = V(1)/τ, exactly :func:`~fedfit.policy.dynamite.sampling.step_noise` (the
+sum's cancellation); q = 0 (ηλ ≥ 1: each step forgets the ones before it): only the last batch
+counts, v = (1/n)(D − n)/(D − 1), independent draws' 1/b up to the without-replacement factor.
+In between, the early steps of each epoch fade, and with them the part of the cancellation they
+carried. λ is β_σ, the curvature of the loss along the σ² probe's
 direction g_A − g_B (:mod:`fedfit.training.curvature_probe`), measured per task:
 q = clamp(1 − η β_σ, 0, 1) (:func:`contraction`).
 """
@@ -65,14 +66,14 @@ def _chunk_sums(first: int, count: int, size: int, steps: int, q: float) -> tupl
 
 
 def contracted_variances(examples: int, batch: int, steps: int, q: float) -> tuple[float, float, float]:
-    """(V(q), I(q), Σ_s 1/n_s) of ``steps`` batches of ``batch`` drawn epoch by epoch from
+    """(V(q), I(q), Σ_s c_s²) of ``steps`` batches of ``batch`` drawn epoch by epoch from
     ``examples`` samples (module docstring), in units of σ².
 
     >>> v, i, n = contracted_variances(8, 4, 2, 1.0)  # one whole epoch: the full-data mean
     >>> v, i, n
-    (0.0, 0.5, 0.5)
+    (0.0, 0.5, 2.0)
     >>> [round(x, 6) for x in contracted_variances(8, 4, 2, 0.5)]  # c = (½, 1): ((¼ + 1)/4 − 1.5²/8) · 8/7
-    [0.035714, 0.3125, 0.5]
+    [0.035714, 0.3125, 1.25]
     """
     b = min(batch, examples)
     full, short = divmod(examples, b)
@@ -86,9 +87,7 @@ def contracted_variances(examples: int, batch: int, steps: int, q: float) -> tup
             s1, s2 = s1 + t1, s2 + t2
         v += max(0.0, s2 - s1 * s1 / examples) * examples / (examples - 1)
         i += s2
-    epochs, left = divmod(steps, length)
-    per_step = epochs * (full / b + (1 / short if short else 0.0)) + left / b  # a partial epoch: full batches
-    return v, i, per_step
+    return v, i, _geometric(q * q, steps)
 
 
 def contracted_noise(examples: int, batch: int, steps: int, q: float) -> float:
@@ -102,5 +101,5 @@ def contracted_noise(examples: int, batch: int, steps: int, q: float) -> float:
     """
     if examples <= 1 or steps <= 0 or batch <= 0:
         return 0.0
-    v, i, per_step = contracted_variances(examples, batch, steps, min(1.0, max(0.0, q)))
-    return v / i * per_step / steps if i > 0 else 0.0
+    v, _, weight = contracted_variances(examples, batch, steps, min(1.0, max(0.0, q)))
+    return v / weight
