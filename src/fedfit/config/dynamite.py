@@ -68,11 +68,11 @@ class DynamiteConfig(Section):
     ``noise_model`` (static data): the bound's mini-batch noise per step is ``reshuffled``, that
     of the trainer's reshuffled epochs over each device's data, the sampling error of a round's
     summed steps (:func:`fedfit.policy.dynamite.sampling.step_noise`: tasks covering whole epochs
-    carry almost none; the default, measured closer to the offline optimum, see the README), or
-    ``iid``, σ²/b (independent draws), or ``curvature``, the reshuffled epochs' noise left at the
-    round's end when each step forgets a share η β_σ of the noise before it, β_σ the curvature along
-    the noise measured by a probe per task (:mod:`fedfit.policy.dynamite.curvature`; needs
-    ``sigma_probe``); on a stream the term is ``stream_noise``'s."""
+    carry almost none), ``iid``, σ²/b (independent draws), or ``curvature``, the reshuffled
+    epochs' noise left at the round's end when each step forgets a share η β_σ of the noise before
+    it, β_σ the curvature along the noise measured by a probe per task
+    (:mod:`fedfit.policy.dynamite.curvature`; it rides on ``sigma_probe``: without it, β̂ stands
+    in for β_σ; the default, measured closer to the offline optimum, see the README); on a stream the term is ``stream_noise``'s."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -90,12 +90,10 @@ class DynamiteConfig(Section):
     stream_turnover: bool = False
     sigma_probe: bool = True
     whole_rounds: bool = False
-    noise_model: Literal["iid", "reshuffled", "curvature"] = "reshuffled"
+    noise_model: Literal["iid", "reshuffled", "curvature"] = "curvature"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:
         if self.mode != "off" and self.budget_time_s is None and self.budget_energy_j is None:
             raise ValueError("budget_time_s: set it or budget_energy_j (DYNAMITE plans against a budget)")
-        if self.noise_model == "curvature" and not self.sigma_probe:
-            raise ValueError("noise_model: curvature measures β_σ with the σ² probe; set sigma_probe: true")
         return self

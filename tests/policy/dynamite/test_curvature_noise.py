@@ -134,12 +134,16 @@ def test_config_key_reaches_the_planner_and_bad_values_are_refused() -> None:
     from fedfit.experiment import built
     from tests.policy.dynamite.test_dynamite_end_to_end import small
 
+    assert small().dynamite.noise_model == "curvature"  # the default
     with built(small(dynamite={"noise_model": "curvature"})) as exp:
         planner = exp.orchestrator.observer
         assert isinstance(planner, DynamitePlanner)
         assert planner.settings.noise_model == "curvature"
         assert planner._device(planner.registry.ids()[0], 40).contraction is not None
-    with pytest.raises((ConfigError, ValueError), match="sigma_probe"):
-        small(dynamite={"noise_model": "curvature", "sigma_probe": False})
+    with built(small(dynamite={"sigma_probe": False})) as exp:  # no probe: β̂ stands in for β_σ
+        planner = exp.orchestrator.observer
+        assert isinstance(planner, DynamitePlanner)
+        assert not planner.plan(0, 0, profile(), state()).curvature_probe
+        assert planner._device(0, 40).contraction == pytest.approx(contraction(planner.lr, planner.estimates().beta))
     with pytest.raises((ConfigError, ValueError), match="noise_model"):
         small(dynamite={"noise_model": "hessian"})
