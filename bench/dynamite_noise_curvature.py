@@ -12,7 +12,8 @@ of online DYNAMITE on examples/dynamite.yaml (30 virtual s), at the new global m
   Hessian H_i along its per-sample gradient deviations ξ_j = ∇f_j − ∇F_i (share-weighted over
   devices; estimated from random ±1 combinations of the ξ_j, whose cross terms cancel in
   expectation), and ηλ_noise·τ;
-* the planner's β̂ and η β̂ τ;
+* the planner's β̂ and η β̂ τ, and (with ``--set dynamite.noise_model=curvature``) its smoothed
+  β̂_σ, the tasks' curvature probes along g_A − g_B (:mod:`fedfit.training.curvature_probe`);
 * for one device of D samples (the median device's) at the τ planned, batches 3 and 8, how much
   less noise reshuffling leaves than independent draws: as the sum (``step_noise`` · b, what
   ``noise_model: reshuffled`` prices) and at the round's end on that quadratic at λ_noise
@@ -91,7 +92,7 @@ def run(seed: int, fashion: bool, rounds: int, overrides: dict[str, Any]) -> Non
     base = load_config("examples/dynamite.yaml")
     cfg = apply_strategy(with_overrides(base, {**(FASHION if fashion else {}), "seed": seed, "orchestration.rounds": rounds,
                                                "dynamite.budget_time_s": 30.0, **overrides}), "dynamite-online")
-    print(f"\n{'fashion_mnist' if fashion else 'digits'} seed {seed}: t, acc | λ_noise, ηλτ | β̂, ηβ̂τ | D, τ: "
+    print(f"\n{'fashion_mnist' if fashion else 'digits'} seed {seed}: t, acc | λ_noise, ηλτ | β̂, ηβ̂τ | β̂_σ | D, τ: "
           "reshuffled/iid at b = 3: sum, contracted; at b = 8: the same")
     gen = torch.Generator().manual_seed(seed)
     with built(cfg) as exp:
@@ -112,7 +113,8 @@ def run(seed: int, fashion: bool, rounds: int, overrides: dict[str, Any]) -> Non
             cells = [f"{step_noise(dmed, b, tau) * b:.3f} {_ratio(contracted(dmed, b, tau, max(0.0, 1 - lr * lam))):.3f}"
                      for b in (3, 8)]
             print(f"  t={outcome.report.virtual_time_s:5.1f} acc={outcome.report.accuracy or 0:.3f} | {lam:7.2f} "
-                  f"{lr * lam * tau:6.2f} | {est.beta:6.3f} {lr * est.beta * tau:5.2f} | {dmed} {tau}: "
+                  f"{lr * lam * tau:6.2f} | {est.beta:6.3f} {lr * est.beta * tau:5.2f} | "
+                  f"{est.noise_curvature if est.noise_curvature is not None else float('nan'):7.2f} | {dmed} {tau}: "
                   f"{cells[0]}  {cells[1]}", flush=True)
 
 

@@ -111,6 +111,9 @@ class TrainPlan:
         sigma_probe: measure the per-sample gradient variance at the received model on the first
             step's batch (:mod:`fedfit.training.probe`; one extra forward/backward of that batch);
             requested by DYNAMITE only (``dynamite.sigma_probe``).
+        curvature_probe: with ``sigma_probe``, also measure the loss's curvature along the
+            probe's direction g_A − g_B (one Hessian-vector product on the next batch's samples,
+            :mod:`fedfit.training.curvature_probe`); requested by ``dynamite.noise_model: curvature``.
     """
 
     device_id: int
@@ -126,6 +129,7 @@ class TrainPlan:
     bound_by: BatchRule | None = None
     techniques: Techniques = Techniques()
     sigma_probe: bool = False
+    curvature_probe: bool = False
 
     @property
     def effective_batch(self) -> int:
@@ -163,6 +167,9 @@ class Update:
         sigma2: the per-sample gradient variance of the device's data at the received model,
             measured from the first step's batch split in halves (:mod:`fedfit.training.probe`;
             only when the plan asked, ``TrainPlan.sigma_probe``); ``None``: not measured.
+        noise_curvature: β_σ, the curvature of the device's loss at the received model along
+            the σ² probe's direction g_A − g_B (``TrainPlan.curvature_probe``,
+            :mod:`fedfit.training.curvature_probe`); ``None``: not measured.
     """
 
     device_id: int
@@ -178,6 +185,7 @@ class Update:
     masks: dict[str, torch.Tensor] | None = None
     start_loss: float | None = None
     sigma2: float | None = None
+    noise_curvature: float | None = None
 
     @property
     def effective_batch(self) -> int:

@@ -68,8 +68,11 @@ class DynamiteConfig(Section):
     ``noise_model`` (static data): the bound's mini-batch noise per step is ``reshuffled``, that
     of the trainer's reshuffled epochs over each device's data, the sampling error of a round's
     summed steps (:func:`fedfit.policy.dynamite.sampling.step_noise`: tasks covering whole epochs
-    carry almost none; the default, measured closer to the offline optimum, see the README), or
-    ``iid``, σ²/b (independent draws); on a stream the term is ``stream_noise``'s.
+    carry almost none), ``iid``, σ²/b (independent draws), or ``curvature``, the reshuffled
+    epochs' noise left at the round's end when each step forgets a share η β_σ of the noise before
+    it, β_σ the curvature along the noise measured by a probe per task
+    (:mod:`fedfit.policy.dynamite.curvature`; it rides on ``sigma_probe``: without it, β̂ stands
+    in for β_σ; the default, measured closer to the offline optimum, see the README); on a stream the term is ``stream_noise``'s.
     ``last_round``: K counts whole rounds in the last round the budget left can buy (fewer than
     two of the shortest rounds, τ = 1 and b_i = 1, fit; :mod:`fedfit.policy.dynamite.last_round`),
     the ratio in the others; moot with ``whole_rounds``; off by default (neutral on the streaming
@@ -91,7 +94,7 @@ class DynamiteConfig(Section):
     stream_turnover: bool = False
     sigma_probe: bool = True
     whole_rounds: bool = False
-    noise_model: Literal["iid", "reshuffled"] = "reshuffled"
+    noise_model: Literal["iid", "reshuffled", "curvature"] = "curvature"
     last_round: bool = False
 
     @model_validator(mode="after")

@@ -64,13 +64,15 @@ def task_cost(
     The plan's techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
     split learning the edge server's compute and the activation traffic are added. A plain plan
     asking the σ² probe (``plan.sigma_probe``, :mod:`fedfit.training.probe`) pays one more
-    forward/backward of its first batch.
+    forward/backward of its first batch, and with ``plan.curvature_probe`` two more of at most
+    as many samples (the Hessian-vector product, :mod:`fedfit.training.curvature_probe`).
     """
     memory = memory.for_device(profile)
     steps, samples = local_work(plan, num_examples)
     flops, edge_flops = plan_flops(cost, plan, samples, steps)
     if plan.sigma_probe and steps > 0 and not plan.techniques.active:
-        flops += cost.train_flops_per_sample * min(plan.effective_batch, num_examples)
+        probed = 3 if plan.curvature_probe else 1
+        flops += probed * cost.train_flops_per_sample * min(plan.effective_batch, num_examples)
     compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)
     traffic = activation_traffic_bytes(cost, plan, samples)  # split learning only
     bytes_down, bytes_up = bytes_down + traffic, bytes_up + traffic

@@ -109,7 +109,8 @@ def poison_update(spec: AttackSpec, update: Update, sent: Params) -> Update:
         params[n] = (sent[n].to(torch.float64) + factor * d).to(update.params[n].dtype)
     return Update(update.device_id, update.round, params, update.num_examples, update.samples_processed,
                   update.steps, update.micro_batch, update.accumulation_steps, update.train_loss,
-                  update.epoch_batches, update.masks, update.start_loss, update.sigma2)
+                  update.epoch_batches, update.masks, update.start_loss, update.sigma2,
+                  update.noise_curvature)
 
 
 def backdoor_success(predict: torch.Tensor, y: torch.Tensor, target_class: int) -> float:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fedfit.training.curvature_probe import half_batch_probe
 from fedfit.training.optimizers import OptimizerConfig
 from fedfit.training.probe import half_batch_sigma2
 from fedfit.training.program import MicroStep
@@ -65,6 +66,14 @@ def _batches(n: int, plan: TrainPlan, gen: torch.Generator, at_epoch: EpochBatch
                 return
             emitted += 1
             yield idx, micro
+
+
+def _next_batch(n: int, batch: int, seed: int, plan: TrainPlan) -> torch.Tensor:
+    """The samples of the task's second batch (its first epoch's order redrawn), disjoint from
+    the first ``batch``; the first batch itself when the data holds no other sample."""
+    order = torch.randperm(n, generator=task_generator(seed, plan.device_id, plan.round))
+    rest = order[batch:2 * batch]
+    return rest if len(rest) else order[:batch]
 
 
 def _step(micro_step: MicroStep, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
@@ -132,8 +141,11 @@ def train(
     ran: list[tuple[int, int]] = []
     start_loss: float | None = None
     probing, sigma2 = plan.sigma_probe and not plan.techniques.active and optimizer.local_dp is None, None
+    curvature: float | None = None
     for idx, micro in _batches(len(x), plan, gen, at_epoch, ran):
-        if probing and steps == 0:  # at the received model, before the first step
+        if probing and steps == 0 and plan.curvature_probe:  # at the received model, before the first step
+            sigma2, curvature = half_batch_probe(model, x, y, idx, _next_batch(len(x), len(idx), seed, plan))
+        elif probing and steps == 0:
             sigma2 = half_batch_sigma2(model, x, y, idx)
         program.zero_grad()
         loss = _step(program.micro_step, x, y, idx, micro)
@@ -162,6 +174,7 @@ def train(
         masks=masks,
         start_loss=start_loss,
         sigma2=sigma2,
+        noise_curvature=curvature,
     )
 
 

@@ -256,7 +256,7 @@ class Device:
                               duration_s=time.perf_counter() - start, download_s=down_s,
                               peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                               num_examples=update.num_examples, start_loss=update.start_loss,
-                              sigma2=update.sigma2)
+                              sigma2=update.sigma2, noise_curvature=update.noise_curvature)
         return encode(with_masks(update.params, update.masks), {"report": report.model_dump_json()})
 
 

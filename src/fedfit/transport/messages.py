@@ -98,6 +98,7 @@ class UpdateReport(_Body):
     num_examples: Annotated[int, Field(ge=1, le=10**9)]
     start_loss: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
     sigma2: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
+    noise_curvature: Annotated[float, Field(allow_inf_nan=False)] | None = None
 
 
 class FailureReport(_Body):

@@ -85,7 +85,7 @@ def device_contribution(config: ExperimentConfig, spec: ModelSpec, plan: TrainPl
     exchange, template = SubModelExchange.for_spec(spec, config.width.indices, config.seed), template_of(spec)
     update = Update(plan.device_id, plan.round, params, report.num_examples, report.samples_processed, report.steps,
                     report.micro_batch, report.accumulation_steps, report.train_loss, tuple(report.epoch_batches),
-                    masks, report.start_loss, report.sigma2)
+                    masks, report.start_loss, report.sigma2, report.noise_curvature)
     contribution, base = in_master(exchange, plan, template, decode(payload)[0], params, masks,
                                    aggregation_rule(config).weighting(update))
     if config.privacy.central.enabled:

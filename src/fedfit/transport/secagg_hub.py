@@ -186,7 +186,7 @@ class SecAggHub:
             r = m.report
             update = Update(m.device, t.plan.round, t.sent, r.num_examples, r.samples_processed, r.steps,
                             r.micro_batch, r.accumulation_steps, r.train_loss, tuple(r.epoch_batches), None,
-                            r.start_loss, r.sigma2)
+                            r.start_loss, r.sigma2, r.noise_curvature)
             return self._result_of(self.fleet, t, update, r, 8 * words, now), None
         self._deliver(m.task_id, outcome)
 

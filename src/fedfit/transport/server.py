@@ -158,7 +158,8 @@ class ServerRun:
             report = UpdateReport.model_validate_json(entry.report_json)
             update = Update(entry.device_id, entry.round, params, report.num_examples, report.samples_processed,
                             report.steps, report.micro_batch, report.accumulation_steps, report.train_loss,
-                            tuple(report.epoch_batches), masks, report.start_loss, report.sigma2)
+                            tuple(report.epoch_batches), masks, report.start_loss, report.sigma2,
+                            report.noise_curvature)
             flight = InFlight(task.task_id, plan, {}, b"", task.issued_s)
             queued.append(Queued(self.coord.result_of(fleet, flight, update, report, len(entry.payload),
                                                       entry.accepted_s), entry.seq))

@@ -159,7 +159,8 @@ class Coordinator:
         self._check_counts(device, task, report)
         update = Update(device, task.plan.round, params, report.num_examples, report.samples_processed, report.steps,
                         report.micro_batch, report.accumulation_steps, report.train_loss,
-                        tuple(report.epoch_batches), masks, report.start_loss, report.sigma2)
+                        tuple(report.epoch_batches), masks, report.start_loss, report.sigma2,
+                        report.noise_curvature)
         seq: list[int] = []
 
         def outcome(t: InFlight, now: float) -> tuple[TaskResult, int | None]:

@@ -134,7 +134,7 @@ def test_config_key_reaches_the_planner_on_static_data_only() -> None:
     from tests.policy.dynamite.test_dynamite_end_to_end import small
 
     stream = {"stream": {"rate_per_s": 1.0, "buffer_size": 20, "initial": 4}}
-    cases = ((small(), "reshuffled"), (small(dynamite={"noise_model": "iid"}), "iid"),
+    cases = ((small(dynamite={"noise_model": "reshuffled"}), "reshuffled"), (small(dynamite={"noise_model": "iid"}), "iid"),
              (small(data=stream, dynamite={"noise_model": "reshuffled"}), "iid"))
     for config, expected in cases:
         with built(config) as exp:

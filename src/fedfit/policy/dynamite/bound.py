@@ -54,6 +54,8 @@ class Estimates:
             the same step, Σ p_i ‖Δ∇F_i − Δ∇F‖ / ‖Δw‖ (``None``: β, the worst case).
         drift_scale: c, the drift term's factor measured on the run (:mod:`.calibrate`; 1: the
             worst case as derived).
+        noise_curvature: β_σ, the loss's curvature along the per-sample gradient noise
+            (:mod:`.curvature`; ``None``: not measured).
     """
 
     beta: float
@@ -63,6 +65,7 @@ class Estimates:
     loss: float
     zeta: float | None = None
     drift_scale: float = 1.0
+    noise_curvature: float | None = None
 
     @property
     def dissimilarity(self) -> float:

@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fedfit.policy.dynamite.bound import Estimates, drift
+from fedfit.policy.dynamite.curvature import contracted_noise
 from fedfit.policy.dynamite.estimate import RoundObservation
 from fedfit.policy.dynamite.sampling import step_noise
 from fedfit.policy.dynamite.stream import stream_noise
@@ -154,7 +155,7 @@ def calibrate(state: Calibration, now: RoundLoss) -> Calibration:
 
 
 def round_loss(obs: RoundObservation, est: Estimates, lr: float, *, streaming: bool = False,
-               reshuffled: bool = False) -> RoundLoss:
+               reshuffled: bool = False, contraction: float | None = None) -> RoundLoss:
     """The round ``obs`` for :func:`calibrate`: its devices' start losses, and the progress
     η τ (ρ² − N) and drift ρ h(τ) (at c = 1) the bound plans for it with ``est``.
 
@@ -162,7 +163,9 @@ def round_loss(obs: RoundObservation, est: Estimates, lr: float, *, streaming: b
     batches they used (b_i = samples / steps; with ``streaming``, the noise of τ_i steps of b_i
     over the D_i samples the device held, :func:`~fedfit.policy.dynamite.stream.stream_noise`,
     D_i being the update's ``num_examples``, its share weight; with ``reshuffled``, the noise of
-    reshuffled epochs over them, :func:`~fedfit.policy.dynamite.sampling.step_noise`).
+    reshuffled epochs over them, :func:`~fedfit.policy.dynamite.sampling.step_noise`; with a
+    ``contraction`` q, their noise at the round's end,
+    :func:`~fedfit.policy.dynamite.curvature.contracted_noise`).
 
     >>> obs = RoundObservation(start=None, grads={1: None}, samples={1: 40}, shares={1: 1.0}, loss=1.0,
     ...                        version=3, steps={1: 4}, start_losses={1: 2.0})
@@ -173,18 +176,23 @@ def round_loss(obs: RoundObservation, est: Estimates, lr: float, *, streaming: b
     total = sum(obs.shares.values())
     shares = {i: p / total for i, p in obs.shares.items()}
     tau = max(1, round(sum(shares[i] * obs.steps.get(i, 1) for i in shares)))
-    noise = est.beta * lr * est.sigma2 / 2 * sum(_noise(obs, i, shares[i], streaming, reshuffled) for i in shares)
+    noise = est.beta * lr * est.sigma2 / 2 * sum(_noise(obs, i, shares[i], streaming, reshuffled, contraction)
+                                                     for i in shares)
     uncalibrated = dataclasses.replace(est, drift_scale=1.0)
     return RoundLoss(version=obs.version, losses=dict(obs.start_losses), shares=dict(obs.shares),
                      progress=lr * tau * (est.rho ** 2 - noise), drift=est.rho * drift(tau, lr, uncalibrated))
 
 
-def _noise(obs: RoundObservation, device: int, share: float, streaming: bool, reshuffled: bool = False) -> float:
+def _noise(obs: RoundObservation, device: int, share: float, streaming: bool, reshuffled: bool = False,
+           contraction: float | None = None) -> float:
     """``device``'s term of N's sum: p_i² × the per-step variance (units of σ²) of its batches."""
     steps, samples = max(1, obs.steps.get(device, 1)), max(1, obs.samples[device])
     held = max(1, round(obs.shares[device]))
     if streaming:
         return share ** 2 * stream_noise(steps, max(1, round(samples / steps)), held)
+    batch = obs.batches.get(device) or max(1, round(samples / steps))
+    if contraction is not None:
+        return share ** 2 * contracted_noise(held, batch, steps, contraction)
     if reshuffled:
-        return share ** 2 * step_noise(held, obs.batches.get(device) or max(1, round(samples / steps)), steps)
+        return share ** 2 * step_noise(held, batch, steps)
     return share ** 2 * steps / samples

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.time import THERMAL_FACTOR, transfer_time_s
+from fedfit.policy.dynamite.curvature import contracted_noise
 from fedfit.policy.dynamite.sampling import step_noise
 from fedfit.policy.dynamite.stream import stream_noise
 from fedfit.types import DeviceProfile, DeviceState
@@ -45,6 +46,10 @@ class DeviceCost:
         reshuffled: the bound prices the trainer's reshuffled epochs over the ``data_size``
             samples (:func:`~fedfit.policy.dynamite.sampling.step_noise`) instead of independent
             draws (1/b); ``streaming`` takes precedence.
+        contraction: q = 1 − η β_σ, the step contraction along the noise
+            (``noise_model: curvature``): the reshuffled epochs' noise at the round's end,
+            :func:`~fedfit.policy.dynamite.curvature.contracted_noise`; ``None``: not used
+            (``streaming`` takes precedence).
     """
 
     sample_s: float
@@ -57,6 +62,7 @@ class DeviceCost:
     max_accumulation: int = 1
     streaming: bool = False
     reshuffled: bool = False
+    contraction: float | None = None
 
     @property
     def batch_cap(self) -> int:
@@ -79,6 +85,8 @@ class DeviceCost:
         """
         if self.streaming:
             return share * share * stream_noise(tau, batch, self.data_size)
+        if self.contraction is not None:
+            return share * share * contracted_noise(self.data_size, batch, tau, self.contraction)
         if self.reshuffled:
             return share * share * step_noise(self.data_size, batch, tau)
         return share * share / batch
@@ -122,7 +130,7 @@ class DeviceCost:
 
 def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, memory: MemoryModel, *,
                 data_size: int, payload_bytes: int, max_accumulation: int = 1,
-                streaming: bool = False, reshuffled: bool = False) -> DeviceCost:
+                streaming: bool = False, reshuffled: bool = False, contraction: float | None = None) -> DeviceCost:
     """The predicted :class:`DeviceCost` of a device from fedfit's time and memory models.
 
     Args:
@@ -135,6 +143,7 @@ def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, mem
         max_accumulation: micro-batches a step may accumulate.
         streaming: ``data_size`` is a stream buffer's (:attr:`DeviceCost.streaming`).
         reshuffled: the noise of reshuffled epochs (:attr:`DeviceCost.reshuffled`).
+        contraction: the curvature-aware noise's q (:attr:`DeviceCost.contraction`).
     """
     rate = profile.flops_per_s * profile.utilisation.peak * THERMAL_FACTOR[state.thermal]
     one_way = transfer_time_s(payload_bytes, state.bandwidth_bps, profile.latency_s)
@@ -142,4 +151,5 @@ def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, mem
     return DeviceCost(sample_s=cost.train_flops_per_sample / rate, half_batch=profile.utilisation.half_batch,
                       comm_s=2 * one_way, compute_power_w=profile.compute_power_w,
                       radio_power_w=profile.radio_power_w, micro_cap=max(1, cap), data_size=data_size,
-                      max_accumulation=max_accumulation, streaming=streaming, reshuffled=reshuffled)
+                      max_accumulation=max_accumulation, streaming=streaming, reshuffled=reshuffled,
+                      contraction=contraction)

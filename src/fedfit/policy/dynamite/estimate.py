@@ -158,6 +158,8 @@ class RoundObservation:
             stream buffer's turnover, :mod:`.turnover`; absent: none).
         sigma2s: device id → its probed per-sample gradient variance (``Update.sigma2``; those
             that reported one).
+        curvatures: device id → its probed curvature along the noise, β_σ
+            (``Update.noise_curvature``; those that reported one).
     """
 
     start: torch.Tensor
@@ -171,6 +173,7 @@ class RoundObservation:
     batches: dict[int, int] = dataclasses.field(default_factory=dict)
     turnover: dict[int, float] = dataclasses.field(default_factory=dict)
     sigma2s: dict[int, float] = dataclasses.field(default_factory=dict)
+    curvatures: dict[int, float] = dataclasses.field(default_factory=dict)
 
     def draw_variance(self, device: int) -> float:
         """The sampling variance of the device's pseudo-gradient in units of σ²: the trainer's
@@ -185,7 +188,8 @@ class EstimatorState:
     """The smoothed estimates and the last observation (to pair with the next).
 
     Attributes:
-        beta, rho, delta, sigma2, loss, zeta: smoothed estimates (``None``: not yet estimated).
+        beta, rho, delta, sigma2, loss, zeta, noise_curvature: smoothed estimates (``None``: not
+            yet estimated).
         last: the previous observation; its global gradient is ``last_g``.
         last_g: the previous global gradient.
     """
@@ -196,6 +200,7 @@ class EstimatorState:
     sigma2: float | None = None
     loss: float | None = None
     zeta: float | None = None
+    noise_curvature: float | None = None
     last: RoundObservation | None = None
     last_g: torch.Tensor | None = None
 
@@ -206,7 +211,9 @@ class EstimatorState:
 
         return Estimates(beta=pick(self.beta, prior.beta), rho=pick(self.rho, prior.rho),
                          delta=pick(self.delta, prior.delta), sigma2=pick(self.sigma2, prior.sigma2),
-                         loss=pick(self.loss, prior.loss), zeta=self.zeta if self.zeta is not None else prior.zeta)
+                         loss=pick(self.loss, prior.loss), zeta=self.zeta if self.zeta is not None else prior.zeta,
+                         noise_curvature=self.noise_curvature if self.noise_curvature is not None
+                         else prior.noise_curvature)
 
 
 def start_loss(obs: RoundObservation) -> float:
@@ -232,8 +239,22 @@ def probed_sigma2(obs: RoundObservation) -> float | None:
     >>> probed_sigma2(obs), probed_sigma2(dataclasses.replace(obs, sigma2s={}))
     (3.0, None)
     """
-    weighted = [(s, obs.shares[i]) for i, s in obs.sigma2s.items()
-                if i in obs.shares and obs.shares[i] > 0 and math.isfinite(s)]
+    return _share_mean(obs.sigma2s, obs.shares)
+
+
+def probed_noise_curvature(obs: RoundObservation) -> float | None:
+    """β_σ of one round from the devices' curvature probes: their share-weighted mean (``None``: none).
+
+    >>> obs = RoundObservation(start=torch.zeros(1), grads={}, samples={}, shares={1: 1.0, 2: 3.0},
+    ...                        loss=0.5, curvatures={1: 8.0, 2: 4.0})
+    >>> probed_noise_curvature(obs)
+    5.0
+    """
+    return _share_mean(obs.curvatures, obs.shares)
+
+
+def _share_mean(values: dict[int, float], shares: dict[int, float]) -> float | None:
+    weighted = [(s, shares[i]) for i, s in values.items() if i in shares and shares[i] > 0 and math.isfinite(s)]
     total = sum(w for _, w in weighted)
     return sum(s * w for s, w in weighted) / total if total > 0 else None
 
@@ -247,6 +268,7 @@ def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> Est
     probed = probed_sigma2(obs)
     new = dataclasses.replace(state, delta=smooth(state.delta, delta, holding),
                               sigma2=smooth(state.sigma2, probed, holding),
+                              noise_curvature=smooth(state.noise_curvature, probed_noise_curvature(obs), holding),
                               rho=smooth(state.rho, lipschitz(g), holding),
                               loss=smooth(state.loss, start_loss(obs), holding), last=obs, last_g=g)
     prev = state.last

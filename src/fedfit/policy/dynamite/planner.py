@@ -31,6 +31,7 @@ from fedfit.devices.registry import Registry
 from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration, calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
+from fedfit.policy.dynamite.curvature import contraction
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.last_round import last_round_budget
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
@@ -45,7 +46,7 @@ from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPl
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
 EnergyCap = Literal["homogeneous", "none"]
 PlanFor = Literal["reachable", "fleet"]
-NoiseModel = Literal["iid", "reshuffled"]
+NoiseModel = Literal["iid", "reshuffled", "curvature"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,10 @@ class DynamiteSettings:
             the probes (:func:`.estimate.probed_sigma2`).
         noise_model: the bound's mini-batch noise on static data: ``iid``, σ²/b per step
             (independent draws); ``reshuffled``, the trainer's reshuffled epochs over each
-            device's data (:func:`.sampling.step_noise`). A stream's term is ``streaming``'s.
+            device's data (:func:`.sampling.step_noise`); ``curvature``, those epochs' noise at
+            the round's end given the measured curvature along the noise (:mod:`.curvature`;
+            tasks also take the curvature probe, ``TrainPlan.curvature_probe``; β̂ until one
+            reports). A stream's term is ``streaming``'s.
         last_round: K counts whole rounds in the last round the budget left can buy
             (:mod:`.last_round`); ``False``: as ``budget`` says in every round.
     """
@@ -160,7 +164,7 @@ class DynamitePlanner:
         probe = self.settings.sigma_probe and (self.settings.adapt or self.observed < self.settings.warmup_rounds)
         return dataclasses.replace(plan, micro_batch=micro, accumulation_steps=accumulation, max_steps=tau,
                                    local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=(),
-                                   sigma_probe=probe)
+                                   sigma_probe=probe, curvature_probe=probe and self.settings.noise_model == "curvature")
 
     def current(self) -> Assignment:
         """The (τ, b_i) in force, solving first when none is."""
@@ -199,6 +203,13 @@ class DynamitePlanner:
         c = self.calibration
         return est if c is None else dataclasses.replace(est, drift_scale=c.factor)
 
+    def _contraction(self) -> float | None:
+        """q = 1 − η β_σ of ``noise_model: curvature`` (β̂ before a probe reported); else ``None``."""
+        if self.settings.noise_model != "curvature":
+            return None
+        est = self.estimates()
+        return contraction(self.lr, est.beta if est.noise_curvature is None else est.noise_curvature)
+
     def _budget_left(self, planned: int) -> Budget:
         b = self.settings.budget
         share = cohort_share(self.settings.participation, len(self.registry.ids()), planned)
@@ -216,7 +227,8 @@ class DynamitePlanner:
         self._reachable[device_id] = state
         d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
                         payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation,
-                        streaming=self.settings.streaming, reshuffled=self.settings.noise_model == "reshuffled")
+                        streaming=self.settings.streaming, reshuffled=self.settings.noise_model == "reshuffled",
+                        contraction=self._contraction())
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
         ratio = self.speed.get(device_id)
@@ -238,7 +250,8 @@ class DynamitePlanner:
             if self.calibration is not None:
                 now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr,
                                  streaming=self.settings.streaming,
-                                 reshuffled=self.settings.noise_model == "reshuffled")
+                                 reshuffled=self.settings.noise_model == "reshuffled",
+                                 contraction=self._contraction())
                 self.calibration = calibrate(self.calibration, now)
         self.versions[version] = flatten(params)
         for old in [v for v in self.versions if v < version - 16]:
@@ -255,6 +268,7 @@ class DynamitePlanner:
         start = self.versions[start_version]
         grads, samples, shares, losses, steps, starts, batches = {}, {}, {}, [], {}, {}, {}
         probes: dict[int, float] = {}
+        curvatures: dict[int, float] = {}
         for u, plan in ((r.outcome, r.plan) for r in results if isinstance(r.outcome, Update)):
             if u.round != start_version or u.masks is not None:
                 continue
@@ -268,13 +282,15 @@ class DynamitePlanner:
                 starts[u.device_id] = u.start_loss
             if u.sigma2 is not None and math.isfinite(u.sigma2):
                 probes[u.device_id] = u.sigma2
+            if u.noise_curvature is not None and math.isfinite(u.noise_curvature):
+                curvatures[u.device_id] = u.noise_curvature
             losses.append((u.train_loss, shares[u.device_id]))
         if not grads:
             return None
         loss = sum(l * w for l, w in losses) / sum(w for _, w in losses)
         return RoundObservation(start=start, grads=grads, samples=samples, shares=shares, loss=loss,
                                 version=start_version, steps=steps, start_losses=starts, batches=batches,
-                                sigma2s=probes,
+                                sigma2s=probes, curvatures=curvatures,
                                 turnover=self._turnover([r for r in results if isinstance(r.outcome, Update)
                                                          and r.outcome.round == start_version
                                                          and r.plan.device_id in grads]))
