@@ -50,7 +50,7 @@ def test_probing_and_plain_tasks_train_in_one_cohort_as_one_by_one(model: str, m
             assert ref.sigma2 is None and got.sigma2 is None
 
 
-def _dynamite_config(executor: str) -> object:
+def _dynamite_config(executor: str, noise_model: str = "reshuffled") -> object:
     """A 12-device digits/MLP run with homogeneous DYNAMITE (one b and τ: the cohort groups) and the probe."""
     from fedfit.config import parse_config
 
@@ -62,15 +62,19 @@ def _dynamite_config(executor: str) -> object:
         "fleet": {"catalogue": "scaled", "tiers": {"flagship_phone": 4, "midrange_phone": 4, "older_phone": 4}},
         "training": {"batch_size": 16},
         "orchestration": {"rounds": 3, "clients_per_round": 6},
-        "dynamite": {"mode": "homogeneous", "budget_time_s": 60, "tau_max": 10, "sigma_probe": True},
+        "dynamite": {"mode": "homogeneous", "budget_time_s": 60, "tau_max": 10, "sigma_probe": True,
+                     "noise_model": noise_model},
         "output": {"plots": False, "progress": False},
         "simulation": {"executor": executor},
     })
 
 
 @pytest.mark.slow
-def test_a_batched_dynamite_run_with_the_probe_matches_a_local_run(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("noise_model", ["reshuffled", "curvature"])
+def test_a_batched_dynamite_run_with_the_probe_matches_a_local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 noise_model: str) -> None:
+    """σ² probes alone are taken in the cohort op; plans that also ask for the curvature probe (a
+    Hessian-vector product) train one by one, so the cohort op sees none of them."""
     probed: list[float | None] = []  # the probes the cohort op took
     train_cohort = batched.train_cohort
 
@@ -80,8 +84,11 @@ def test_a_batched_dynamite_run_with_the_probe_matches_a_local_run(tmp_path: Pat
         return updates
     monkeypatch.setattr(batched, "train_cohort", recorded)
     for executor in ("local", "batched"):
-        run(_dynamite_config(executor), tmp_path / executor)  # type: ignore[arg-type]
-    assert probed and all(s is not None and s > 0 for s in probed)
+        run(_dynamite_config(executor, noise_model), tmp_path / executor)  # type: ignore[arg-type]
+    if noise_model == "curvature":
+        assert all(s is None for s in probed)
+    else:
+        assert probed and all(s is not None and s > 0 for s in probed)
     assert (tmp_path / "local" / "events.jsonl").read_text() == (tmp_path / "batched" / "events.jsonl").read_text()
     rows = [[json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
             for d in ("local", "batched")]

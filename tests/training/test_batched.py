@@ -128,3 +128,9 @@ def test_plans_differing_only_in_their_number_of_equal_epochs_share_a_cohort() -
     for start, (x, y), plan, got in zip(starts[:2], data[:2], [two, five],
                                         train_cohort(model, starts[:2], data[:2], [two, five], seed=3), strict=True):
         assert _max_diff(train(model, start, x, y, plan, seed=3).params, got.params) <= 1e-5
+
+
+def test_a_plan_asking_for_the_curvature_probe_is_not_batched() -> None:
+    optimizer = OptimizerConfig()
+    assert batchable_plan(TrainPlan(0, 0, micro_batch=8, sigma_probe=True), optimizer)
+    assert not batchable_plan(TrainPlan(0, 0, micro_batch=8, sigma_probe=True, curvature_probe=True), optimizer)

@@ -57,8 +57,9 @@ def batchable_model(model: nn.Module) -> bool:
 
 def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
     """Whether a plan trains plainly (no memory technique, no local DP-SGD); a σ² probe is taken
-    in the cohort op."""
-    return not plan.techniques.active and optimizer.local_dp is None
+    in the cohort op, a curvature probe (a Hessian-vector product per device) is not: such a plan
+    trains one by one."""
+    return not plan.techniques.active and optimizer.local_dp is None and not plan.curvature_probe
 
 
 def cohort_key(plan: TrainPlan) -> CohortKey:
