@@ -45,7 +45,8 @@ def _config(executor: str, devices: int, samples: int, model: str, mode: str, ro
                                                    "midrange_phone": devices - flagship - older}},
         "training": {"batch_size": 16, "lr": 0.05},
         "orchestration": {"rounds": rounds, "clients_per_round": devices},
-        "dynamite": {"mode": mode, "budget_time_s": 120, "tau_max": 20, "sigma_probe": True},
+        "dynamite": {"mode": mode, "budget_time_s": 120, "tau_max": 20, "sigma_probe": True,
+                     "noise_model": "reshuffled"},  # the σ² probe alone: the curvature probe trains one by one
         "output": {"plots": False, "progress": False, "checkpoint_every": 0},
         "simulation": {"executor": executor},
     })
