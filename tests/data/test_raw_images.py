@@ -48,7 +48,8 @@ def test_a_subset_is_the_whole_set_normalised_then_gathered_bit_for_bit(indices:
 
 
 def test_the_loaders_agree(fake_fashion_dir: Path) -> None:
-    (train, test), (raw_train, raw_test) = load_fashion_mnist(fake_fashion_dir), load_fashion_mnist_raw(fake_fashion_dir)
+    train, test = load_fashion_mnist(fake_fashion_dir)
+    raw_train, raw_test = load_fashion_mnist_raw(fake_fashion_dir)
 
     assert raw_train.pixels.dtype == torch.uint8 and raw_train.pixels.shape == (60, 1, 28, 28)
     for whole, raw in ((train, raw_train), (test, raw_test)):

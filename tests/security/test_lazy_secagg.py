@@ -14,7 +14,8 @@ from fedfit.security.builders import security_combine
 
 
 def test_building_a_simulated_run_does_not_import_cryptography() -> None:
-    code = "import sys, fedfit.experiment; print(sorted(m for m in sys.modules if m.startswith(('cryptography', 'fedfit.security.secagg'))))"
+    code = ("import sys, fedfit.experiment; "
+            "print(sorted(m for m in sys.modules if m.startswith(('cryptography', 'fedfit.security.secagg'))))")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True)
     assert out.stdout.strip() == "[]"
