@@ -20,7 +20,9 @@ stderr), but not its teardown, which frees every object torch and fedfit built o
 (module by module, each object's memory handed back) only for the operating system to reclaim
 the whole address space a moment later: 0.3–0.7 s of a 2-core host's time at the end of every
 run (bench/RESULTS.md, *The end of a run*). fedfit closes every file it writes before the
-command returns, so no buffered data waits for a destructor.
+command returns, so no buffered data waits for a destructor. Under a profiler or a tracer
+(``python -m cProfile -o FILE -m fedfit.entry ...``, a debugger) ``main`` returns as before, so
+the tool can write its output once the command is done.
 """
 
 from __future__ import annotations
@@ -92,7 +94,10 @@ def main() -> int:
     if interrupted:
         print("fedfit: interrupted during start-up", file=sys.stderr)
         return EXIT_INTERRUPTED
-    exit_now(cli_main())
+    status = cli_main()
+    if sys.getprofile() is None and sys.gettrace() is None:
+        exit_now(status)
+    return status  # under a profiler or debugger (``python -m cProfile -o ...``): it writes its output after this
 
 
 if __name__ == "__main__":

@@ -42,3 +42,13 @@ def test_the_status_the_output_the_threads_and_the_exit_handlers_all_survive(tmp
     assert proc.stdout == "buffered, not flushed" and proc.stderr == "also buffered"
     assert (tmp_path / "thread.txt").read_text() == "done"
     assert (tmp_path / "first.txt").is_file() and (tmp_path / "order.txt").read_text() == "False"  # last first
+
+
+def test_under_a_profiler_the_command_returns_so_the_profile_is_written(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    profile = tmp_path / "run.prof"
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "fedfit.entry", "run",
+                           str(tmp_path / "absent.yaml")], capture_output=True, text=True, env=env, timeout=300)
+
+    assert "file not found" in proc.stderr  # the command ran (cProfile swallows its exit status)
+    assert profile.is_file() and profile.stat().st_size > 0
