@@ -20,7 +20,15 @@ system) of its whole process tree: Ray's processes for Flower, pool workers for 
 Inside, the child times the round loop; per-client-update time = round-loop wall time / client
 updates. fedfit's child starts and ends as ``fedfit run`` does (``fedfit.entry``): it starts reading
 the data set's files before it imports torch (``fedfit.prefetch``), imports with Python's cyclic
-garbage collector paused, and freezes what is alive before it exits. ``--profile FILE`` writes a cProfile of fedfit's round loop (in the driver process; the last fedfit row's).
+garbage collector paused, and exits without the interpreter's teardown (``exit_now``). ``--profile FILE`` writes a cProfile of fedfit's round loop (in the driver process; the last fedfit row's).
+
+Before the first row the parent compiles fedfit's modules to bytecode beside their sources
+(``compileall``, what ``pip install`` does for an installed package; ``--no-compile`` skips it),
+so that every row, the first included, imports them the way it imports torch's and Flower's:
+from the bytecode their installs wrote. Both sides import fedfit (Flower's clients train with
+fedfit's trainer, in each Ray worker). Without it, under ``PYTHONDONTWRITEBYTECODE`` (or in a
+fresh checkout's first run) every process compiles fedfit's ~200 modules from source, a cost an
+installed fedfit never pays and the installed packages beside it never pay either.
 
     PYTHONPATH=src python bench/flower_side_by_side.py                      # 100 clients x 10 x 20 rounds
     PYTHONPATH=src python bench/flower_side_by_side.py --clients 1000 --rounds 100   # FLUTE-style
@@ -174,9 +182,9 @@ def child(args: argparse.Namespace) -> None:
     result = run_flower(args) if side == "flower" else run_fedfit(args, fedfit_executor(side, args))
     print("RESULT " + json.dumps(result), flush=True)
     if side != "flower":
-        from fedfit.entry import before_exit
+        from fedfit.entry import exit_now
 
-        before_exit()  # as ``fedfit run`` ends (fedfit.entry)
+        exit_now(0)  # as ``fedfit run`` ends (fedfit.entry)
 
 
 #: How often the parent samples the CPU time of a side's process tree (seconds).
@@ -277,6 +285,8 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]
                     help="rows, comma-separated: fedfit, fedfit:local, fedfit:process, fedfit:batched, "
                          "fedfit:threads, flower")
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of fedfit's round loop (the driver's; the last fedfit row)")
+    ap.add_argument("--no-compile", dest="compile", action="store_false",
+                    help="do not compile fedfit's modules to bytecode before the first row (as installing it does)")
     ap.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     bad = [side for side in args.sides.split(",") if side not in SIDES]
@@ -287,11 +297,27 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]
     return args, passthrough
 
 
+def compile_fedfit() -> float:
+    """Compile fedfit's modules to bytecode beside their sources, as installing the package does
+    (``py_compile`` writes it whatever ``PYTHONDONTWRITEBYTECODE`` says); returns the seconds taken."""
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("fedfit")
+    start = time.perf_counter()
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        compileall.compile_dir(folder, quiet=1)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     args, passthrough = parse()
     if args.side:
         child(args)
         return
+    if args.compile:
+        print(f"fedfit's modules compiled to bytecode in {compile_fedfit():.2f} s (as an install does)",
+              file=sys.stderr, flush=True)
     results = {}
     for side in args.sides.split(","):
         results[side] = measure_side(side, passthrough)

@@ -62,11 +62,56 @@ class ArrayDataset:
         Returns:
             A new ``ArrayDataset`` with ``len(indices)`` examples.
         """
-        index = torch.as_tensor(np.asarray(indices, dtype=np.int64))
-        if index.numel() and int(index.min()) < 0:  # counted from the end, as Python's indexing does
-            return ArrayDataset(x=self.x[index], y=self.y[index])
-        # index_select: the gather advanced indexing does (same rows, same order), ~3x faster
-        return ArrayDataset(x=torch.index_select(self.x, 0, index), y=torch.index_select(self.y, 0, index))
+        x, y = _gather(self.x, self.y, indices)
+        return ArrayDataset(x=x, y=y)
+
+
+def _gather(x: torch.Tensor, y: torch.Tensor,
+            indices: np.ndarray | torch.Tensor | Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of ``x`` and ``y`` at ``indices``, in that order."""
+    index = torch.as_tensor(np.asarray(indices, dtype=np.int64))
+    if index.numel() and int(index.min()) < 0:  # counted from the end, as Python's indexing does
+        return x[index], y[index]
+    # index_select: the gather advanced indexing does (same rows, same order), ~3x faster
+    return torch.index_select(x, 0, index), torch.index_select(y, 0, index)
+
+
+@dataclass(frozen=True, slots=True)
+class RawImages:
+    """8-bit images not yet scaled, normalised as they are taken: what an ``ArrayDataset`` of
+    them would hold, made only for the examples a caller takes (:meth:`subset`).
+
+    Normalising is elementwise (``x / 255``, ``- mean``, ``/ std`` in ``float32``), so an example
+    comes out bit for bit the same whether it is normalised with the whole set or alone; taking
+    each device's share from the 8-bit pixels gathers a quarter of the bytes and never holds a
+    normalised copy of the whole set beside the devices' copies.
+
+    Attributes:
+        pixels: ``uint8``, shape ``(n, *input_shape)``.
+        y: Class labels, ``int64``, shape ``(n,)``.
+        mean: Subtracted after scaling to [0, 1].
+        std: Divided by after subtracting ``mean``.
+    """
+
+    pixels: torch.Tensor
+    y: torch.Tensor
+    mean: float
+    std: float
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+    def subset(self, indices: np.ndarray | torch.Tensor | Sequence[int]) -> ArrayDataset:
+        """The examples at ``indices``, in that order, normalised (as :meth:`ArrayDataset.subset`)."""
+        pixels, y = _gather(self.pixels, self.y, indices)
+        return ArrayDataset(x=self._normalised(pixels), y=y)
+
+    def whole(self) -> ArrayDataset:
+        """Every example, normalised."""
+        return ArrayDataset(x=self._normalised(self.pixels), y=self.y)
+
+    def _normalised(self, pixels: torch.Tensor) -> torch.Tensor:
+        return pixels.to(torch.float32).div_(255.0).sub_(self.mean).div_(self.std)
 
 
 def concatenate(datasets: Sequence[ArrayDataset]) -> ArrayDataset:
@@ -103,10 +148,19 @@ def load_fashion_mnist(path: str | Path = FASHION_MNIST_DIR) -> tuple[ArrayDatas
     Raises:
         DataError: A file is missing (the message says how to install it) or malformed.
     """
+    train, test = load_fashion_mnist_raw(path)
+    return train.whole(), test.whole()
+
+
+def load_fashion_mnist_raw(path: str | Path = FASHION_MNIST_DIR) -> tuple[RawImages, RawImages]:
+    """:func:`load_fashion_mnist`'s ``(train, test)`` with the pixels kept 8-bit, normalised by
+    :meth:`RawImages.subset` as they are taken (the same values bit for bit).
+
+    Raises:
+        DataError: as :func:`load_fashion_mnist`.
+    """
     folder = Path(path)
-    train = _load_fashion_split(folder, "train")
-    test = _load_fashion_split(folder, "t10k")
-    return train, test
+    return _load_fashion_split(folder, "train"), _load_fashion_split(folder, "t10k")
 
 
 def load_digits() -> tuple[ArrayDataset, ArrayDataset]:
@@ -133,8 +187,8 @@ def load_digits() -> tuple[ArrayDataset, ArrayDataset]:
     return full.subset(np.sort(train_idx)), full.subset(np.sort(test_idx))
 
 
-def _load_fashion_split(folder: Path, prefix: str) -> ArrayDataset:
-    """One split (``prefix`` is ``train`` or ``t10k``) of Fashion-MNIST, normalised."""
+def _load_fashion_split(folder: Path, prefix: str) -> RawImages:
+    """One split (``prefix`` is ``train`` or ``t10k``) of Fashion-MNIST, normalised when taken."""
     images_path = _find_idx(folder, f"{prefix}-images-idx3-ubyte")
     labels_path = _find_idx(folder, f"{prefix}-labels-idx1-ubyte")
     images, labels = read_idx(images_path), read_idx(labels_path)
@@ -149,9 +203,8 @@ def _load_fashion_split(folder: Path, prefix: str) -> ArrayDataset:
             f"malformed Fashion-MNIST file {labels_path}: "
             f"want {images.shape[0]} labels in 0..9, got shape {labels.shape}"
         )
-    x = torch.from_numpy(images).to(torch.float32).div_(255.0)
-    x = x.sub_(FASHION_MNIST_MEAN).div_(FASHION_MNIST_STD).unsqueeze(1)
-    return ArrayDataset(x=x, y=torch.from_numpy(labels.astype(np.int64)))
+    return RawImages(torch.from_numpy(images).unsqueeze(1), torch.from_numpy(labels.astype(np.int64)),
+                     FASHION_MNIST_MEAN, FASHION_MNIST_STD)
 
 
 def _find_idx(folder: Path, stem: str) -> Path:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 
 import math
+from typing import overload
 from dataclasses import dataclass
 
 import numpy as np
 
 from fedfit.data import partition as partitioners
-from fedfit.data.datasets import ArrayDataset, concatenate, load_digits, load_fashion_mnist
+from fedfit.data.datasets import ArrayDataset, RawImages, concatenate, load_digits, load_fashion_mnist_raw
 from fedfit.data.synthetic import NUM_CLASSES as SYNTHETIC_CLASSES
 from fedfit.data.synthetic import NUM_FEATURES as SYNTHETIC_FEATURES
 from fedfit.data.synthetic import TRAIN_FRACTION as SYNTHETIC_TRAIN_FRACTION
@@ -166,7 +167,8 @@ def build_federated_data(
         dirichlet_alpha=dirichlet_alpha, shards_per_device=shards_per_device,
     )
     local = _split_local(samples, shares, local_test_fraction, sub_seeds[2])
-    global_test = _subsample(full_test, max_test_samples, sub_seeds[3])
+    test_pool = _subsample(full_test, max_test_samples, sub_seeds[3])
+    global_test = test_pool.whole() if isinstance(test_pool, RawImages) else test_pool
     return _assemble(dataset, [t for t, _ in local], [h for _, h in local], global_test)
 
 
@@ -183,17 +185,22 @@ def _assemble(
     )
 
 
-def _load_centralised(dataset: str, path: str | None) -> tuple[ArrayDataset, ArrayDataset]:
+#: A centralised data set before partitioning: Fashion-MNIST keeps its 8-bit pixels until each
+#: device's share is taken (normalised then, bit for bit as the whole set would be).
+Pool = ArrayDataset | RawImages
+
+
+def _load_centralised(dataset: str, path: str | None) -> tuple[Pool, Pool]:
     """The official (train, test) split of an image data set."""
     if dataset == "digits":
         return load_digits()
     if dataset == "vibration":
         return load_vibration()
-    return load_fashion_mnist() if path is None else load_fashion_mnist(path)
+    return load_fashion_mnist_raw() if path is None else load_fashion_mnist_raw(path)
 
 
 def _partition_indices(
-    pool: ArrayDataset,
+    pool: Pool,
     partition: str,
     num_devices: int,
     seed: int,
@@ -211,7 +218,7 @@ def _partition_indices(
 
 
 def _split_local(
-    pool: ArrayDataset, shares: list[np.ndarray], fraction: float, seed: int
+    pool: Pool, shares: list[np.ndarray], fraction: float, seed: int
 ) -> list[tuple[ArrayDataset, ArrayDataset]]:
     """Each device's share as (train, held-out): ``fraction`` held out, one train sample kept."""
     rng = np.random.default_rng(seed)
@@ -225,7 +232,15 @@ def _split_local(
     return splits
 
 
-def _subsample(data: ArrayDataset, max_samples: int | None, seed: int) -> ArrayDataset:
+@overload
+def _subsample(data: ArrayDataset, max_samples: int | None, seed: int) -> ArrayDataset: ...
+
+
+@overload
+def _subsample(data: Pool, max_samples: int | None, seed: int) -> Pool: ...
+
+
+def _subsample(data: Pool, max_samples: int | None, seed: int) -> Pool:
     """At most ``max_samples`` examples of ``data``, chosen at random, in original order."""
     if max_samples is None or max_samples >= len(data):
         return data

@@ -18,8 +18,6 @@ from fedfit.errors import ConfigError
 from fedfit.security.accountant import epsilon, noise_for_epsilon
 from fedfit.security.attacks import AttackSpec
 from fedfit.security.central_dp import CentralDP
-from fedfit.security.secagg.cohorts import SecureAggregate
-from fedfit.security.secagg.private_sum import SecureCentralDP
 from fedfit.simulation.workload import Workload
 from fedfit.training import train
 from fedfit.training.dp_sgd import LocalDP
@@ -120,13 +118,16 @@ def security_combine(config: ExperimentConfig, workload: Workload) -> Combine:
     check_security(config)
     p, r = config.privacy, config.aggregation.robust
     s = p.secure_aggregation
-    secure = SecureAggregate(s.threshold, s.dropout, s.min_cohort, config.seed)
-    if p.central.enabled and s.enabled:  # devices clip before masking, the server noises the sum
-        return SecureCentralDP(secure, p.central.clip_norm, noise_multiplier(config), config.seed)
+    if s.enabled:  # imported here: SecAgg's key agreement loads cryptography, which a run without it never needs
+        from fedfit.security.secagg.cohorts import SecureAggregate
+        from fedfit.security.secagg.private_sum import SecureCentralDP
+
+        secure = SecureAggregate(s.threshold, s.dropout, s.min_cohort, config.seed)
+        # with central DP, devices clip before masking and the server noises the sum
+        return SecureCentralDP(secure, p.central.clip_norm, noise_multiplier(config), config.seed) \
+            if p.central.enabled else secure
     if p.central.enabled:
         return CentralDP(p.central.clip_norm, noise_multiplier(config), config.seed)
-    if s.enabled:
-        return secure
     settings = RobustSettings(r.rule, r.clip, r.clip_bound, r.clip_quantile, r.trim_fraction, r.byzantine,
                               r.krum_keep, r.iterations)
     return robust_combine(settings, root_update(config, workload) if r.rule == "fltrust" else None)
