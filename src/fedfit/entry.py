@@ -20,7 +20,8 @@ stderr), but not its teardown, which frees every object torch and fedfit built o
 (module by module, each object's memory handed back) only for the operating system to reclaim
 the whole address space a moment later: 0.3–0.7 s of a 2-core host's time at the end of every
 run (bench/RESULTS.md, *The end of a run*). fedfit closes every file it writes before the
-command returns, so no buffered data waits for a destructor. Under a profiler or a tracer
+command returns; a file a user's plug-in left open is still closed, its buffer written, and a
+thread pool nobody shut down is still told to stop, as the interpreter's own exit would. Under a profiler or a tracer
 (``python -m cProfile -o FILE -m fedfit.entry ...``, a debugger) ``main`` returns as before, so
 the tool can write its output once the command is done.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import io
 import os
 import signal
 import sys
@@ -58,14 +60,14 @@ def collector_paused() -> Iterator[None]:
 
 def exit_now(status: int) -> NoReturn:
     """End the process with exit status ``status`` as the interpreter's exit would, less the
-    teardown: non-daemon threads are waited for, the ``atexit`` handlers run (last registered
-    first), stdout and stderr are flushed, then the process exits without freeing its objects
-    one by one (the operating system reclaims them at once)."""
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    teardown: thread pools are told to stop and non-daemon threads are waited for
+    (:func:`_wait_for_threads`), the ``atexit`` handlers run (last registered first), files
+    still open are closed with their buffers written (:func:`_close_open_files`, as their
+    destructors would in the teardown), stdout and stderr are flushed, then the process exits
+    without freeing its objects one by one (the operating system reclaims them at once)."""
+    _wait_for_threads()
     atexit._run_exitfuncs()
+    _close_open_files()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
@@ -73,6 +75,37 @@ def exit_now(status: int) -> NoReturn:
         except (OSError, ValueError):  # a closed or broken stream: nothing left to flush there
             pass
     os._exit(status)
+
+
+def _wait_for_threads() -> None:
+    """What the interpreter's exit does first: ``threading._shutdown`` runs the hooks that tell
+    idle ``concurrent.futures`` pools' workers to stop, then joins every non-daemon thread
+    (without the hooks, a pool nobody shut down would keep its workers waiting, and this join,
+    forever). Where an interpreter lacks it, the non-daemon threads are joined directly."""
+    shutdown = getattr(threading, "_shutdown", None)
+    if callable(shutdown):
+        shutdown()
+        return
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+
+
+def _close_open_files() -> None:
+    """Close every file object the run left open, text wrappers before the buffers and raw files
+    under them so each layer's buffered bytes reach the file (a user's plug-in may not close
+    what it writes; the teardown's destructors would have). Objects frozen at start-up (read
+    only: the imports') are not visited; standard streams are flushed, not closed."""
+    std = {id(s) for s in (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)}
+    files = [o for o in gc.get_objects() if isinstance(o, io.IOBase) and id(o) not in std]
+    for layer in (io.TextIOBase, io.BufferedIOBase, io.IOBase):
+        for f in files:
+            if isinstance(f, layer):
+                try:
+                    f.close()
+                except (OSError, ValueError):  # already closed, or its disk went away: as the destructor would
+                    pass
 
 
 def main() -> int:

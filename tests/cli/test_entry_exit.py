@@ -52,3 +52,29 @@ def test_under_a_profiler_the_command_returns_so_the_profile_is_written(tmp_path
 
     assert "file not found" in proc.stderr  # the command ran (cProfile swallows its exit status)
     assert profile.is_file() and profile.stat().st_size > 0
+
+
+LEFT_OPEN = """
+import concurrent.futures, sys
+from pathlib import Path
+from fedfit.entry import exit_now
+
+out = Path(sys.argv[1])
+pool = concurrent.futures.ThreadPoolExecutor(2)  # never shut down: its idle workers wait on a queue
+pool.submit(sum, [1, 2]).result()
+text = open(out / "text.txt", "w")  # never closed: the bytes sit in the wrappers' buffers
+text.write("written at exit")
+raw = open(out / "bytes.bin", "wb")
+raw.write(b"\\x00\\x01")
+exit_now(0)
+"""
+
+
+def test_a_pool_left_running_and_files_left_open_end_as_the_interpreter_would(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", LEFT_OPEN, str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "text.txt").read_text() == "written at exit"
+    assert (tmp_path / "bytes.bin").read_bytes() == b"\x00\x01"
