@@ -63,6 +63,8 @@ def test_payload_sizes_size_each_distinct_set_of_tensors() -> None:
     other = {"w": torch.zeros(2, dtype=torch.float64)}
     assert payload_bytes(shared) == 60
     assert payload_sizes([shared, other, shared]) == [60, 16, 60]
+    assert payload_sizes([shared, shared, other, other, dict(shared), shared]) == [60, 60, 16, 16, 60, 60]
+    assert payload_sizes([]) == []
 
 
 def test_push_many_pops_as_pushes_one_by_one() -> None:

@@ -33,6 +33,7 @@ from fedfit.devices.registry import Registry
 from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet, due_results
+from fedfit.orchestration.dispatching import send_all
 from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
@@ -184,9 +185,7 @@ class SyncOrchestrator:
         k, now_s = self.config.clients_per_round, state.now_s
         invite = math.ceil(k * (1 + self.config.over_selection))
         plans = self._plans(self._candidates(r, invite), invite, r, now_s)
-        dispatch, outgoing, params = self.fleet.dispatch, self.submodels.outgoing, state.params
-        for plan in plans:
-            dispatch(plan, outgoing(plan, params), now_s)
+        send_all(self.fleet, self.submodels, plans, state.params, now_s)
         profile = self.fleet.profile
         tally.invited.update([profile(plan.device_id).tier for plan in plans])  # counted in plan order, as dispatched
         return self._collect(r, now_s, k, tally)

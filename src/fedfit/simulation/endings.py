@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -76,10 +77,10 @@ def dispatch_endings(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfil
     below the free memory's is below it) and its energy within the battery left above the
     reserve (or the device has no battery to watch); every other task is judged one by one."""
     n = len(plans)
-    online = np.fromiter((s.online for s in states), bool, n)
-    download = np.fromiter((c.download_s for c in costs), np.float64, n)
-    fits = np.fromiter((c.peak_memory_bytes for c in costs), np.float64, n) < \
-        np.fromiter((s.free_memory_bytes for s in states), np.float64, n)
+    online = np.fromiter(map(attrgetter("online"), states), bool, n)  # C-level reads: a round judges ~1,000
+    download = np.fromiter(map(attrgetter("download_s"), costs), np.float64, n)
+    fits = np.fromiter(map(attrgetter("peak_memory_bytes"), costs), np.float64, n) < \
+        np.fromiter(map(attrgetter("free_memory_bytes"), states), np.float64, n)
     watched = np.fromiter((p.battery_capacity_j is not None and s.battery_fraction is not None and not s.charging
                            for p, s in zip(profiles, states)), bool, n)
     passed = online & np.isfinite(download) & fits

@@ -149,6 +149,21 @@ class SimulatedFleet:
             ending = adapted_ending(schedule, profile, state, now_s)
         self._waiting.append(Dispatched(plan, profile, state, cost, params, now_s, ending))
 
+    def dispatch_many(self, plans: Sequence[TrainPlan], params: Sequence[Params], now_s: float) -> None:
+        """``dispatch`` of each plan with its parameters, in order: a fixed plan's device is read
+        (its checked-in state) and queued for pricing without a call per plan."""
+        ids = [plan.device_id for plan in plans]
+        if self._adapter is not None or self._examples_at is not None or len(set(ids)) < len(ids) \
+                or not self._waiting_ids.isdisjoint(ids):  # dispatch's own path (a repeat flushes)
+            for plan, param in zip(plans, params, strict=True):
+                self.dispatch(plan, param, now_s)
+            return
+        seen, snapshot = self._seen if self._snapshots[0] == now_s else {}, self.snapshot
+        states = [seen.get(d) or snapshot(d, now_s) for d in ids]
+        self._busy.update(ids)
+        self._waiting_ids.update(ids)
+        self._unpriced.extend(zip(plans, states, params, [now_s] * len(ids), strict=True))
+
     def _flush(self) -> None:
         """Finish the waiting dispatches in order: their cost, mid-task checks, energy and events.
 
@@ -214,12 +229,6 @@ class SimulatedFleet:
             return self._traces.online_many(devices, times)
         return [self._online_at(d, t) for d, t in zip(devices, times)]
 
-    def _enqueue(self, pending: PendingTask) -> None:
-        """Mark the device busy, start training a success's task and schedule its result."""
-        handle = None if pending.task is None else self._executor.submit(pending.task)
-        self._busy.add(pending.result.plan.device_id)
-        self._queue.push(pending.at_s, in_flight_of(pending, handle))
-
     def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
         """The plan's modelled cost; ``size`` is the raw payload sent (techniques may shrink it)."""
         model_cost = self._costs(plan.width)
@@ -281,8 +290,10 @@ class SimulatedFleet:
             raise CheckpointError(f"checkpoint holds {len(state.consumed_j)} devices, fleet has {len(self._profiles)}")
         self.cancel_pending()
         self._consumed_j, self._seen = list(state.consumed_j), {}
-        for pending in state.pending:
-            self._enqueue(pending)
+        for pending in state.pending:  # each device busy, a success's training started, its result scheduled
+            handle = None if pending.task is None else self._executor.submit(pending.task)
+            self._busy.add(pending.result.plan.device_id)
+            self._queue.push(pending.at_s, in_flight_of(pending, handle))
 
     def cancel_pending(self) -> list[TrainPlan]:
         self._flush()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
+from fedfit.bulk import build_many
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Handle
 from fedfit.simulation.workload import TrainTask
@@ -96,8 +97,20 @@ def pop_due_results(queue: EventQueue[InFlight], busy: set[int], until_s: float,
         keep(item)
         if item.handle is not None:
             successes += plan.round == round_
-    updates = [None if item.handle is None else item.handle.result() for item in popped]
-    return [result_of(item, update) for item, update in zip(popped, updates)]
+    outcomes = [item.failure if item.handle is None else item.handle.result() for item in popped]
+    return results_of(popped, outcomes)
+
+
+def results_of(items: list[InFlight], outcomes: list[Failure | Update | None]) -> list[TaskResult]:
+    """:func:`result_of` of each item with its outcome (its failure, or a success's update),
+    built field by field (:mod:`fedfit.bulk`: a round pops ≈ 1,000 results)."""
+    assert None not in outcomes, "a success's result needs its update"
+    if not items:
+        return []
+    plan, tier, start_s, finish_s, _, cost, free_memory_bytes, *_ = zip(*items)
+    return build_many(TaskResult, len(items), {
+        "plan": plan, "tier": tier, "start_s": start_s, "finish_s": finish_s, "outcome": outcomes, "cost": cost,
+        "free_memory_bytes": free_memory_bytes})
 
 
 def pending_of(at_s: float, item: InFlight) -> PendingTask:
@@ -136,8 +149,13 @@ def payload_sizes(params: list[Params]) -> list[int]:
     name them meanwhile: each distinct set of tensors is sized once."""
     sizes: dict[tuple[int, ...], int] = {}
     found = []
+    last: Params | None = None
+    size = 0
     for p in params:
-        key = tuple(map(id, p.values()))
-        size = sizes.get(key)
-        found.append(sizes.setdefault(key, payload_bytes(p)) if size is None else size)
+        if p is not last:  # a round's full-width tasks share one payload dict: sized once
+            key = tuple(map(id, p.values()))
+            got = sizes.get(key)
+            size = sizes.setdefault(key, payload_bytes(p)) if got is None else got
+            last = p
+        found.append(size)
     return found
