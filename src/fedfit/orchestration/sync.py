@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
+from fedfit.bulk import build_many
 from fedfit.devices.registry import Registry
 from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
@@ -246,8 +247,11 @@ class SyncOrchestrator:
                 continue
             kept.append((res.plan.device_id, res.plan.round, update, got))
         folds = self.registry.record_folds([device for device, *_ in kept], r)
-        arrivals = [Arrival(update, r - round_, *got, participation(versions))
-                    for (_, round_, update, got), versions in zip(kept, folds)]
+        received = [got for *_, got in kept]
+        arrivals = build_many(Arrival, len(kept), {  # field by field (fedfit.bulk: a round folds ~700)
+            "update": [update for *_, update, _ in kept], "staleness": [r - round_ for _, round_, *_ in kept],
+            "params": [full for full, _ in received], "masks": [masks for _, masks in received],
+            "participation": list(map(participation, folds))})
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:

@@ -125,7 +125,8 @@ class SimulatedFleet:
             states = [traces[d].state_at(at_s) for d in devices]
         self._snapshots = (at_s, dict(zip(devices, states)))
         profiles, used = self._profiles, self._consumed_j
-        seen = [with_consumption(s, profiles[d], used[d]) for d, s in zip(devices, states)]
+        seen = [s if used[d] == 0 else with_consumption(s, profiles[d], used[d])  # most never trained: unchanged
+                for d, s in zip(devices, states)]
         self._seen = dict(zip(devices, seen))
         return seen
 
