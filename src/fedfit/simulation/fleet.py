@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from fedfit.devices import with_consumption
 from fedfit.devices.lazy_trace import LazyTrace
@@ -34,7 +34,7 @@ from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.endings import adapted_ending, dispatch_ending, dispatch_endings
 from fedfit.simulation.in_flight import FleetState as FleetState, PendingTask as PendingTask  # re-exported
 from fedfit.simulation.in_flight import (
-    InFlight, pop_due_results, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+    InFlight, pop_due_results, failed_costs, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
 )
 from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
 from fedfit.simulation.executors import Executor
@@ -208,20 +208,19 @@ class SimulatedFleet:
             endings[i] = (end, None, costs[i].energy_j) if at is None else after_check(plans[i], costs[i], now_s[i], at)
         consumed, submit = self._consumed_j, self._executor.submit
         self._seen = {}  # energy is spent below
+        decided = cast(list[Ending], endings)  # every ending is known now
+        spent_costs = iter(failed_costs(costs, decided, now_s))  # what each failed task actually spent and sent
         items: list[InFlight] = []
-        for plan, profile, state, cost, param, start_s, ending in zip(plans, profiles, states, costs, params, now_s,
-                                                                      endings):
-            assert ending is not None
-            finish_s, failure, spent_j = ending
+        for plan, profile, state, cost, param, start_s, (finish_s, failure, spent_j) in zip(
+                plans, profiles, states, costs, params, now_s, decided):
             consumed[plan.device_id] += spent_j
             if failure is None:
                 task = TrainTask(plan, param, start_s)
                 items.append(InFlight(plan, profile.tier, start_s, finish_s, None, cost, state.free_memory_bytes, task,
                                       submit(task)))
-            else:  # report what was actually spent and sent
-                spent = failed_cost(cost, spent_j, cost.bytes_down if finish_s > start_s else 0)
-                items.append(InFlight(plan, profile.tier, start_s, finish_s, failure, spent, state.free_memory_bytes,
-                                      None, None))
+            else:
+                items.append(InFlight(plan, profile.tier, start_s, finish_s, failure, next(spent_costs),
+                                      state.free_memory_bytes, None, None))
         self._busy.update([plan.device_id for plan in plans])
         self._queue.push_many([item.finish_s for item in items], items)
 

@@ -19,11 +19,13 @@ True
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
 from typing import NamedTuple
 
 from fedfit.bulk import build_many
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Handle
+from fedfit.simulation.online_checks import Ending
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update
 
@@ -136,6 +138,18 @@ def failed_cost(cost: TaskCost, spent_j: float, sent_down: int) -> TaskCost:
     return TaskCost(download_s=cost.download_s, compute_s=cost.compute_s, upload_s=cost.upload_s, energy_j=spent_j,
                     peak_memory_bytes=cost.peak_memory_bytes, bytes_down=sent_down, bytes_up=0, flops=cost.flops,
                     edge_compute_s=cost.edge_compute_s)
+
+
+def failed_costs(costs: list[TaskCost], endings: list[Ending], now_s: list[float]) -> list[TaskCost]:
+    """:func:`failed_cost` of each task that failed (in order): its cost with the energy its
+    ending spent, the bytes it downloaded (all, once it ended after its start) and nothing
+    uploaded, built field by field (:mod:`fedfit.bulk`: a round's failures together)."""
+    failed = [i for i, ending in enumerate(endings) if ending[1] is not None]
+    lost = [costs[i] for i in failed]
+    kept = ("download_s", "compute_s", "upload_s", "peak_memory_bytes", "flops", "edge_compute_s")
+    return build_many(TaskCost, len(failed), {
+        **{name: map(attrgetter(name), lost) for name in kept}, "energy_j": [endings[i][2] for i in failed],
+        "bytes_down": [costs[i].bytes_down if endings[i][0] > now_s[i] else 0 for i in failed]}, {"bytes_up": 0})
 
 
 def payload_bytes(params: Params) -> int:
