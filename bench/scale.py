@@ -319,19 +319,19 @@ class _Timed:
 
     def __init__(self, inner: Any, parts: _Parts) -> None:
         self.inner, self.parts = inner, parts
-        self.untrained: list[_TimedHandle] = []
+        self.untrained: dict[int, _TimedHandle] = {}  # by id, in submission order
 
     def submit(self, task: Any) -> Any:
         handle = _TimedHandle(self.inner.submit(task), self)
-        self.untrained.append(handle)
+        self.untrained[id(handle)] = handle
         return handle
 
     def train(self) -> None:
         """Train every task not trained yet, as one timed part."""
-        batch, self.untrained = self.untrained, []
+        batch, self.untrained = self.untrained, {}
         self.parts.enter("training")
         try:
-            for handle in batch:
+            for handle in batch.values():
                 handle.update = handle.inner.result()
         finally:
             self.parts.exit()
@@ -352,8 +352,7 @@ class _TimedHandle:
         return self.update
 
     def cancel(self) -> bool:
-        if self in self.owner.untrained:
-            self.owner.untrained.remove(self)
+        self.owner.untrained.pop(id(self), None)
         return bool(self.inner.cancel())
 
 

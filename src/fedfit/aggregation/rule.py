@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import torch
 
 from fedfit.aggregation.average import Contribution, masked_weighted_average
-from fedfit.bulk import build_many
 from fedfit.aggregation.fednova import LocalSolver, effective_steps, normalised_params, normalising_length
 from fedfit.aggregation.participation import ParticipationFn, unweighted
 from fedfit.aggregation.robust.stack import Combine
 from fedfit.aggregation.server import server_scale, server_step
 from fedfit.aggregation.staleness import StalenessDiscount, StalenessFn
 from fedfit.aggregation.weighting import WEIGHTINGS, Weighting
+from fedfit.bulk import build_many
 from fedfit.types import Params, Update
 
 

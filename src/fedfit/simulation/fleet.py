@@ -160,7 +160,7 @@ class SimulatedFleet:
                 self.dispatch(plan, param, now_s)
             return
         seen, snapshot = self._seen if self._snapshots[0] == now_s else {}, self.snapshot
-        states = [seen.get(d) or snapshot(d, now_s) for d in ids]
+        states = [seen[d] if d in seen else snapshot(d, now_s) for d in ids]
         self._busy.update(ids)
         self._waiting_ids.update(ids)
         self._unpriced.extend(zip(plans, states, params, [now_s] * len(ids), strict=True))
