@@ -58,6 +58,7 @@ def main() -> None:
             row = child(trees[name], args.devices, args.per_round, args.rounds, args.breakdown)
             rows[name].append(row)
             print(f"pair {pair} {name}: orchestration_ms={row['orchestration_ms']:.2f} "
+                  f"training_ms={row['training_ms']:.0f} reference_ms={row.get('reference_ms', 0.0):.2f} "
                   f"load={os.getloadavg()[0]:.1f}", flush=True)
     print(f"{args.devices} devices x {args.per_round} per round, {args.rounds} rounds a child, "
           f"{args.pairs} pairs; orchestration CPU ms per round")
@@ -65,6 +66,10 @@ def main() -> None:
         print(f"{name} {summary([r['orchestration_ms'] for r in rows[name]])}  ({tree})")
     deltas = [b["orchestration_ms"] - a["orchestration_ms"] for a, b in zip(rows["A"], rows["B"])]
     print(f"B - A paired: {summary(deltas)}")
+    for field in ("training_ms", "reference_ms", "orchestration_per_reference"):
+        if all(field in r for r in rows["A"] + rows["B"]):  # the host's speed beside each tree's figure
+            print(f"  {field:28s} A {statistics.median(r[field] for r in rows['A']):7.2f}  "
+                  f"B {statistics.median(r[field] for r in rows['B']):7.2f}  (medians)")
     if args.breakdown:
         parts = [k for k in rows["B"][0] if k.endswith("_own_ms") or k in ("untimed_ms", "gc_ms", "timers_ms")]
         for part in parts:

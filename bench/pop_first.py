@@ -53,7 +53,7 @@ def run(devices: int, per_round: int, rounds: int) -> dict[str, list[tuple[float
         "orchestration": {"rounds": rounds, "clients_per_round": per_round},
         "output": {"plots": False, "progress": False}}))
     parts = scale._Parts()
-    exp.fleet._executor = scale._Timed(exp.fleet._executor, parts)  # type: ignore[assignment]
+    exp.fleet._executor = scale._TimedEach(exp.fleet._executor, parts)  # type: ignore[assignment]
     mode = ["batch"]
 
     def due(fleet: Any, until_s: float, wanted: int, round_: int) -> Any:

@@ -32,7 +32,7 @@ config = parse_config({
     "output": {"plots": False, "progress": False}})
 exp = build(config)
 parts = scale._Parts()
-exp.fleet._executor = scale._Timed(exp.fleet._executor, parts)
+exp.fleet._executor = scale._TimedEach(exp.fleet._executor, parts)
 parts.wrap(exp.orchestrator, "evaluator", "evaluation")
 marks = []
 for _ in exp.orchestrator.rounds(exp.initial_params):

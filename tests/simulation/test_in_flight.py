@@ -9,7 +9,7 @@ import torch
 
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.in_flight import (
-    InFlight, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+    InFlight, failed_cost, failed_costs, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
 )
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import Failure, FailureCause, TaskCost, TrainPlan, Update
@@ -63,6 +63,8 @@ def test_payload_sizes_size_each_distinct_set_of_tensors() -> None:
     other = {"w": torch.zeros(2, dtype=torch.float64)}
     assert payload_bytes(shared) == 60
     assert payload_sizes([shared, other, shared]) == [60, 16, 60]
+    assert payload_sizes([shared, shared, other, other, dict(shared), shared]) == [60, 60, 16, 16, 60, 60]
+    assert payload_sizes([]) == []
 
 
 def test_push_many_pops_as_pushes_one_by_one() -> None:
@@ -88,3 +90,19 @@ def test_pop_due_takes_only_events_due() -> None:
     assert queue.pop_due(0.5) is None
     assert [queue.pop_due(2.0), queue.pop_due(2.0), queue.pop_due(2.0)] == ["a", "b", None]
     assert queue.pop_due(float("inf")) == "c" and queue.pop_due(float("inf")) is None
+
+
+def test_failed_costs_together_equal_failed_cost_one_by_one() -> None:
+    rng = random.Random(11)
+    costs = [TaskCost(rng.random(), rng.random(), rng.random(), rng.random(), rng.randrange(1 << 40),
+                      rng.randrange(1 << 30), rng.randrange(1 << 30), rng.random(), rng.random()) for _ in range(300)]
+    now = [rng.uniform(0, 50) for _ in costs]
+    endings = []
+    for cost, start in zip(costs, now):
+        at = start + rng.choice([0.0, rng.uniform(0, 9)])  # some fail at once (nothing downloaded)
+        failure = None if rng.random() < 0.4 else Failure(1, 0, FailureCause.OFFLINE)
+        endings.append((at, failure, rng.random()))
+    expected = [failed_cost(c, e[2], c.bytes_down if e[0] > t else 0)
+                for c, e, t in zip(costs, endings, now) if e[1] is not None]
+    assert failed_costs(costs, endings, now) == expected
+    assert failed_costs([], [], []) == []

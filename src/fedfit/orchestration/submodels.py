@@ -104,6 +104,25 @@ class SubModelExchange:
         self._rounds[plan.device_id] = [plan.round]
         return dict(master) if not cmap.kept else cmap.extract(master)
 
+    def outgoing_many(self, plans: Sequence[TrainPlan], master: Params) -> list[Params]:
+        """:meth:`outgoing` of each plan in order; the full-width plans (no indices to choose)
+        share one copy of ``master`` (the same tensors each copy holds: nothing writes a task's
+        parameters), remembered as :meth:`outgoing` remembers them."""
+        whole, pending, rounds = self._whole, self._pending, self._rounds
+        shared = dict(master) if not whole.kept else None
+        out: list[Params] = []
+        for plan in plans:
+            if shared is None or not self._is_full_width(plan.width):
+                out.append(self.outgoing(plan, master))
+                continue
+            device = plan.device_id
+            for r in rounds.pop(device, ()):  # one task per device in flight
+                pending.pop((device, r), None)
+            pending[(device, plan.round)] = whole
+            rounds[device] = [plan.round]
+            out.append(shared)
+        return out
+
     def incoming(self, update: Update, master: Params, weight: float, *,
                  known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]:
         """``update`` in master coordinates, with the masks of the coordinates it held.
@@ -211,6 +230,10 @@ class FullModelExchange:
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The master itself."""
         return master
+
+    def outgoing_many(self, plans: Sequence[TrainPlan], master: Params) -> list[Params]:
+        """The master itself for each plan."""
+        return [master] * len(plans)
 
     def incoming(self, update: Update, master: Params, weight: float, *,
                  known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]:

@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
+from fedfit.bulk import build_many
 from fedfit.devices.registry import Registry
 from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet, due_results
+from fedfit.orchestration.dispatching import send_all
 from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
@@ -184,9 +186,7 @@ class SyncOrchestrator:
         k, now_s = self.config.clients_per_round, state.now_s
         invite = math.ceil(k * (1 + self.config.over_selection))
         plans = self._plans(self._candidates(r, invite), invite, r, now_s)
-        dispatch, outgoing, params = self.fleet.dispatch, self.submodels.outgoing, state.params
-        for plan in plans:
-            dispatch(plan, outgoing(plan, params), now_s)
+        send_all(self.fleet, self.submodels, plans, state.params, now_s)
         profile = self.fleet.profile
         tally.invited.update([profile(plan.device_id).tier for plan in plans])  # counted in plan order, as dispatched
         return self._collect(r, now_s, k, tally)
@@ -247,8 +247,11 @@ class SyncOrchestrator:
                 continue
             kept.append((res.plan.device_id, res.plan.round, update, got))
         folds = self.registry.record_folds([device for device, *_ in kept], r)
-        arrivals = [Arrival(update, r - round_, *got, participation(versions))
-                    for (_, round_, update, got), versions in zip(kept, folds)]
+        received = [got for *_, got in kept]
+        arrivals = build_many(Arrival, len(kept), {  # field by field (fedfit.bulk: a round folds ~700)
+            "update": [update for *_, update, _ in kept], "staleness": [r - round_ for _, round_, *_ in kept],
+            "params": [full for full, _ in received], "masks": [masks for _, masks in received],
+            "participation": list(map(participation, folds))})
         return aggregate(params, arrivals, self.rule)
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from fedfit.devices import with_consumption
 from fedfit.devices.lazy_trace import LazyTrace
@@ -34,7 +34,7 @@ from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.endings import adapted_ending, dispatch_ending, dispatch_endings
 from fedfit.simulation.in_flight import FleetState as FleetState, PendingTask as PendingTask  # re-exported
 from fedfit.simulation.in_flight import (
-    InFlight, pop_due_results, failed_cost, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+    InFlight, pop_due_results, failed_costs, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
 )
 from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
 from fedfit.simulation.executors import Executor
@@ -125,7 +125,8 @@ class SimulatedFleet:
             states = [traces[d].state_at(at_s) for d in devices]
         self._snapshots = (at_s, dict(zip(devices, states)))
         profiles, used = self._profiles, self._consumed_j
-        seen = [with_consumption(s, profiles[d], used[d]) for d, s in zip(devices, states)]
+        seen = [s if used[d] == 0 else with_consumption(s, profiles[d], used[d])  # most never trained: unchanged
+                for d, s in zip(devices, states)]
         self._seen = dict(zip(devices, seen))
         return seen
 
@@ -148,6 +149,21 @@ class SimulatedFleet:
             plan, cost = schedule.plan, schedule.cost
             ending = adapted_ending(schedule, profile, state, now_s)
         self._waiting.append(Dispatched(plan, profile, state, cost, params, now_s, ending))
+
+    def dispatch_many(self, plans: Sequence[TrainPlan], params: Sequence[Params], now_s: float) -> None:
+        """``dispatch`` of each plan with its parameters, in order: a fixed plan's device is read
+        (its checked-in state) and queued for pricing without a call per plan."""
+        ids = [plan.device_id for plan in plans]
+        if self._adapter is not None or self._examples_at is not None or len(set(ids)) < len(ids) \
+                or not self._waiting_ids.isdisjoint(ids):  # dispatch's own path (a repeat flushes)
+            for plan, param in zip(plans, params, strict=True):
+                self.dispatch(plan, param, now_s)
+            return
+        seen, snapshot = self._seen if self._snapshots[0] == now_s else {}, self.snapshot
+        states = [seen[d] if d in seen else snapshot(d, now_s) for d in ids]
+        self._busy.update(ids)
+        self._waiting_ids.update(ids)
+        self._unpriced.extend(zip(plans, states, params, [now_s] * len(ids), strict=True))
 
     def _flush(self) -> None:
         """Finish the waiting dispatches in order: their cost, mid-task checks, energy and events.
@@ -192,20 +208,19 @@ class SimulatedFleet:
             endings[i] = (end, None, costs[i].energy_j) if at is None else after_check(plans[i], costs[i], now_s[i], at)
         consumed, submit = self._consumed_j, self._executor.submit
         self._seen = {}  # energy is spent below
+        decided = cast(list[Ending], endings)  # every ending is known now
+        spent_costs = iter(failed_costs(costs, decided, now_s))  # what each failed task actually spent and sent
         items: list[InFlight] = []
-        for plan, profile, state, cost, param, start_s, ending in zip(plans, profiles, states, costs, params, now_s,
-                                                                      endings):
-            assert ending is not None
-            finish_s, failure, spent_j = ending
+        for plan, profile, state, cost, param, start_s, (finish_s, failure, spent_j) in zip(
+                plans, profiles, states, costs, params, now_s, decided):
             consumed[plan.device_id] += spent_j
             if failure is None:
                 task = TrainTask(plan, param, start_s)
                 items.append(InFlight(plan, profile.tier, start_s, finish_s, None, cost, state.free_memory_bytes, task,
                                       submit(task)))
-            else:  # report what was actually spent and sent
-                spent = failed_cost(cost, spent_j, cost.bytes_down if finish_s > start_s else 0)
-                items.append(InFlight(plan, profile.tier, start_s, finish_s, failure, spent, state.free_memory_bytes,
-                                      None, None))
+            else:
+                items.append(InFlight(plan, profile.tier, start_s, finish_s, failure, next(spent_costs),
+                                      state.free_memory_bytes, None, None))
         self._busy.update([plan.device_id for plan in plans])
         self._queue.push_many([item.finish_s for item in items], items)
 
@@ -213,12 +228,6 @@ class SimulatedFleet:
         if isinstance(self._traces, LazyTraces):
             return self._traces.online_many(devices, times)
         return [self._online_at(d, t) for d, t in zip(devices, times)]
-
-    def _enqueue(self, pending: PendingTask) -> None:
-        """Mark the device busy, start training a success's task and schedule its result."""
-        handle = None if pending.task is None else self._executor.submit(pending.task)
-        self._busy.add(pending.result.plan.device_id)
-        self._queue.push(pending.at_s, in_flight_of(pending, handle))
 
     def _task_cost(self, plan: TrainPlan, state: DeviceState, size: int) -> TaskCost:
         """The plan's modelled cost; ``size`` is the raw payload sent (techniques may shrink it)."""
@@ -281,8 +290,10 @@ class SimulatedFleet:
             raise CheckpointError(f"checkpoint holds {len(state.consumed_j)} devices, fleet has {len(self._profiles)}")
         self.cancel_pending()
         self._consumed_j, self._seen = list(state.consumed_j), {}
-        for pending in state.pending:
-            self._enqueue(pending)
+        for pending in state.pending:  # each device busy, a success's training started, its result scheduled
+            handle = None if pending.task is None else self._executor.submit(pending.task)
+            self._busy.add(pending.result.plan.device_id)
+            self._queue.push(pending.at_s, in_flight_of(pending, handle))
 
     def cancel_pending(self) -> list[TrainPlan]:
         self._flush()
