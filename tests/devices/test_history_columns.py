@@ -12,8 +12,11 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fedfit.devices import DeviceHistory, Registry, UpdateRecord
 from fedfit.devices.catalogue import tier
@@ -165,3 +168,10 @@ def test_folds_of_a_repeated_device_accumulate_in_order() -> None:
     assert registry.record_folds([], 6) == []
     with pytest.raises(KeyError):
         registry.record_folds([7], 6)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=50), max_size=40))
+def test_a_repeated_row_is_found_exactly_when_a_row_occurs_twice(rows: list[int]) -> None:
+    from fedfit.devices.history import _repeats
+
+    assert _repeats(np.array(rows, dtype=np.int64)) == (len(set(rows)) < len(rows))
