@@ -13,7 +13,9 @@ fedfit device does for a task (as ``fedfit device`` does over HTTP)::
 
 The server's train config may carry ``lr`` and ``local-epochs`` (defaults: the side's) and
 ``sigma-probe`` (``True``: the task measures σ², :mod:`fedfit.training.probe`, as a DYNAMITE task
-of a simulated or deployed device does, and replies it as the ``sigma2`` metric).
+of a simulated or deployed device does, and replies it as the ``sigma2`` metric) and
+``curvature-probe`` (``True``: the σ² probe plus the curvature β_σ along its direction,
+:mod:`fedfit.training.curvature_probe`, replied as the ``noise-curvature`` metric).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from fedfit.cost.predictor import TaskPredictor
 from fedfit.cost.profile import ModelCost, measure
 from fedfit.flower.fleet import SimulatedTiers, check_fits, psutil_budget
 from fedfit.flower.records import (
-    ARRAYS, CONFIG, READINESS, SIGMA_PROBE, failure_error, flag, number, readiness_record, record_params, update_content,
+    ARRAYS, CONFIG, CURVATURE_PROBE, READINESS, SIGMA_PROBE, failure_error, flag, number, readiness_record,
+    record_params, update_content,
 )
 from fedfit.devices.monitor import Monitor
 from fedfit.models.zoo import ModelSpec
@@ -99,15 +102,18 @@ class DeviceSide:
 
     def plan(self, node: int, round_: int, config: ConfigRecord) -> tuple[TrainPlan, BatchDecision]:
         """The node's plan for this round: its batch decided now from its monitor's snapshot, the
-        σ² probe taken when the config asks (``sigma-probe``)."""
+        σ² probe taken when the config asks (``sigma-probe``), the curvature probe with it
+        (``curvature-probe``, which implies ``sigma-probe``)."""
         profile = self.tiers.profile(node)
         state = self.snapshot(profile)
         d = decide_batch(profile, state, self.cost(), self.memory, self.rules, self.techniques)
         epochs = int(number(config, "local-epochs", self.local_epochs)) * d.epochs_scale
+        curvature = flag(config, CURVATURE_PROBE)
         plan = TrainPlan(device_id=node, round=round_, micro_batch=max(d.micro_batch, 1),
                          accumulation_steps=d.accumulation_steps, local_epochs=epochs,
                          lr=number(config, "lr", self.lr), bound_by=d.bound_by,
-                         techniques=self.techniques, sigma_probe=flag(config, SIGMA_PROBE))
+                         techniques=self.techniques, sigma_probe=curvature or flag(config, SIGMA_PROBE),
+                         curvature_probe=curvature)
         if self.simulate_memory and not d.declined:
             check_fits(plan, profile, self.cost(), self.memory, state.free_memory_bytes)
         return plan, d

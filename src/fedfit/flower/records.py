@@ -7,6 +7,7 @@ Flower's Message API carries a ``RecordDict`` of ``ArrayRecord`` (tensors), ``Me
     "masks"     ArrayRecord   per-name 0/1 masks of the coordinates held (partial, pruning)
     "metrics"   MetricRecord  num-examples, samples-processed, steps, micro-batch,
                               accumulation-steps, train-loss, model-round, device-id
+                              (+ start-loss, sigma2, noise-curvature when measured)
     "readiness" ConfigRecord  a readiness query's answer (affordable batch, battery, heat, ...)
 
 ``num-examples`` is Flower's own weighting key, so Flower's strategies can read fedfit replies.
@@ -29,6 +30,9 @@ ARRAYS, MASKS, METRICS, CONFIG, READINESS = "arrays", "masks", "metrics", "confi
 FAILURE_CODE = 4_600
 #: Train-config key asking a node for the σ² probe (``TrainPlan.sigma_probe``; absent: no probe).
 SIGMA_PROBE = "sigma-probe"
+#: Train-config key asking a node for the curvature probe too (``TrainPlan.curvature_probe``,
+#: which implies the σ² probe: its direction is the σ² probe's g_A − g_B; absent: no probe).
+CURVATURE_PROBE = "curvature-probe"
 
 
 def number(record: MetricRecord | ConfigRecord, key: str, default: float | None = None) -> float:
@@ -77,6 +81,8 @@ def update_content(update: Update) -> RecordDict:
         metrics["start-loss"] = float(update.start_loss)
     if update.sigma2 is not None:
         metrics["sigma2"] = float(update.sigma2)
+    if update.noise_curvature is not None:
+        metrics["noise-curvature"] = float(update.noise_curvature)
     content = RecordDict({ARRAYS: params_record(update.params), METRICS: metrics})
     if update.masks is not None:
         content[MASKS] = ArrayRecord({k: m.to(torch.uint8) for k, m in update.masks.items()})
@@ -101,7 +107,8 @@ def content_update(content: RecordDict) -> Update:
                   samples_processed=count("samples-processed"), steps=count("steps"), micro_batch=count("micro-batch"),
                   accumulation_steps=count("accumulation-steps"), train_loss=number(metrics, "train-loss"),
                   masks=masks, start_loss=number(metrics, "start-loss") if "start-loss" in metrics else None,
-                  sigma2=number(metrics, "sigma2") if "sigma2" in metrics else None)
+                  sigma2=number(metrics, "sigma2") if "sigma2" in metrics else None,
+                  noise_curvature=number(metrics, "noise-curvature") if "noise-curvature" in metrics else None)
 
 
 def readiness_record(r: Readiness) -> ConfigRecord:

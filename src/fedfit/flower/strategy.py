@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from logging import INFO
 
+import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.common import log
 from flwr.serverapp import Grid
@@ -33,9 +34,10 @@ from flwr.serverapp.strategy import Strategy
 
 from fedfit.aggregation.rule import AggregationRule, Arrival, aggregate
 from fedfit.flower.records import (
-    ARRAYS, CONFIG, READINESS, SIGMA_PROBE, content_update, error_cause, number, params_record, record_params,
-    record_readiness,
+    ARRAYS, CONFIG, CURVATURE_PROBE, READINESS, SIGMA_PROBE, content_update, error_cause, number, params_record,
+    record_params, record_readiness,
 )
+from fedfit.policy.dynamite.estimate import RoundObservation, probed_noise_curvature, probed_sigma2
 from fedfit.policy.readiness import Readiness
 from fedfit.policy.selection import DeferringSelector, ReadinessFirstSelector, Selector, UniformSelector, uniform_cohort
 from fedfit.types import Params, Update
@@ -84,18 +86,23 @@ class FedfitStrategy(Strategy):
         sigma_probe: ask every trained node for the σ² probe (``sigma-probe`` in the train
             config, :mod:`fedfit.training.probe`); the round's metrics then carry ``sigma2``, the
             probes' mean weighted by the nodes' examples.
+        curvature_probe: ask every trained node for the curvature probe too (``curvature-probe``,
+            :mod:`fedfit.training.curvature_probe`; implies ``sigma_probe``, whose direction it
+            takes); the round's metrics then carry ``noise-curvature``, β_σ pooled as DYNAMITE's
+            estimator pools it (:func:`~fedfit.policy.dynamite.estimate.probed_noise_curvature`).
     """
 
     def __init__(self, *, cohort_size: int, rule: AggregationRule = AggregationRule(),
                  selector: Selector = DeferringSelector(ReadinessFirstSelector(UniformSelector())),
                  candidates: int | None = None, seed: int = 0, fraction_evaluate: float = 0.0,
-                 min_available_nodes: int = 1, timeout_s: float = 3600.0, sigma_probe: bool = False) -> None:
+                 min_available_nodes: int = 1, timeout_s: float = 3600.0, sigma_probe: bool = False,
+                 curvature_probe: bool = False) -> None:
         if cohort_size < 1:
             raise ValueError(f"cohort_size must be >= 1, got {cohort_size}")
         self.cohort_size, self.rule, self.selector = cohort_size, rule, selector
         self.candidates, self.seed, self.fraction_evaluate = candidates, seed, fraction_evaluate
         self.min_available_nodes, self.timeout_s = min_available_nodes, timeout_s
-        self.sigma_probe = sigma_probe
+        self.sigma_probe, self.curvature_probe = sigma_probe or curvature_probe, curvature_probe
         self._state = _State()
 
     @property
@@ -118,6 +125,8 @@ class FedfitStrategy(Strategy):
         config["server-round"] = server_round
         if self.sigma_probe:
             config[SIGMA_PROBE] = True
+        if self.curvature_probe:
+            config[CURVATURE_PROBE] = True
         content = RecordDict({ARRAYS: arrays, CONFIG: config})
         return [Message(content=content, dst_node_id=node, message_type=MessageType.TRAIN) for node in chosen]
 
@@ -157,8 +166,11 @@ class FedfitStrategy(Strategy):
             return None, metrics
         new = aggregate(self._state.master, arrivals, self.rule)
         metrics["train-loss"] = sum(u.train_loss for u in updates) / len(updates)
-        if (sigma2 := _probed_sigma2(updates)) is not None:
+        sigma2, curvature = _pooled_probes(updates)
+        if sigma2 is not None:
             metrics["sigma2"] = sigma2
+        if curvature is not None:
+            metrics["noise-curvature"] = curvature
         return params_record(new), metrics
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -195,11 +207,15 @@ def _split(replies: Iterable[Message]) -> tuple[list[Update], Counter[str]]:
     return updates, failures
 
 
-def _probed_sigma2(updates: list[Update]) -> float | None:
-    """The probes' σ̂² averaged with the nodes' examples as weights (``None``: no probe)."""
-    probed = [(u.num_examples, u.sigma2) for u in updates if u.sigma2 is not None]
-    examples = sum(n for n, _ in probed)
-    return sum(n * s for n, s in probed) / examples if examples > 0 else None
+def _pooled_probes(updates: list[Update]) -> tuple[float | None, float | None]:
+    """The probes' σ̂² and β̂_σ pooled as DYNAMITE's estimator pools them: means weighted by the
+    nodes' examples (at least 1), over the finite values (``None``: no probe)."""
+    shares = {i: float(max(1, u.num_examples)) for i, u in enumerate(updates)}
+    obs = RoundObservation(start=torch.zeros(0), grads={}, samples={}, shares=shares, loss=0.0,
+                           sigma2s={i: u.sigma2 for i, u in enumerate(updates) if u.sigma2 is not None},
+                           curvatures={i: u.noise_curvature for i, u in enumerate(updates)
+                                       if u.noise_curvature is not None})
+    return probed_sigma2(obs), probed_noise_curvature(obs)
 
 
 def _with_id(r: Readiness, node_id: int) -> Readiness:
