@@ -46,7 +46,9 @@ def _hessian_products(losses: Losses, params: Params, u: dict[str, torch.Tensor]
 
 def cohort_curvature(losses: Losses, params: Params, u: dict[str, torch.Tensor], x: torch.Tensor,
                      y: torch.Tensor, weight: torch.Tensor, count: torch.Tensor) -> list[float | None]:
-    """β_σ = uᵀHu/‖u‖² of each of K devices, ``None`` where its u is 0 (as one by one).
+    """β_σ = uᵀHu/‖u‖² of each of K devices, ``None`` where its u is 0 (as one by one; the cohort's
+    u being one signed sum's gradient, halves with equal gradients may leave rounding, ~1e-15,
+    where one by one subtracts two equal gradients to exactly 0).
 
     Args:
         losses: the cohort's vectorised loss.
