@@ -38,8 +38,7 @@ def _max_diff(a: Params, b: Params) -> float:
     return max((a[k] - b[k]).abs().max().item() for k in a)
 
 
-@pytest.mark.parametrize("name", ["logreg", "mlp"])
-@pytest.mark.parametrize("devices", [2, 5, 12])
+@pytest.mark.parametrize(("name", "devices"), [(n, d) for n in ("logreg", "mlp") for d in (2, 5, 12)] + [("cnn", 5)])
 def test_curvature_probing_cohort_equals_one_by_one(name: str, devices: int) -> None:
     """Curvature probes, σ² probes alone and plain plans in one cohort: parameters, losses, σ̂²
     and β̂_σ as one by one."""
