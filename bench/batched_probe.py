@@ -1,12 +1,14 @@
 """DYNAMITE with the σ² probe on the batched executor vs local: same results, CPU time.
 
-A DYNAMITE run (``dynamite.sigma_probe: true``, homogeneous or heterogeneous solver) on
+A DYNAMITE run (``dynamite.sigma_probe: true``, homogeneous or heterogeneous solver,
+``dynamite.noise_model`` from ``--noise-model``: ``reshuffled`` takes the σ² probe alone,
+``curvature`` the curvature probe too) on
 Fashion-MNIST (Dirichlet α = 1, ``--samples`` training samples per device on average, the zoo
 model ``--model``), every device of the fleet invited each round (10 or 100 per round), runs
 through ``simulation.executor: local`` (one task after another), ``batched`` with probing tasks
 trained one by one (what the executor did before the probe joined the cohort op: emulated by
-keeping probing plans out of the vectorised groups) and ``batched`` as it is (the probe inside the
-cohort op). Prints each run's process CPU time and the part spent training (one-by-one tasks and
+keeping probing plans, with ``curvature`` those asking the curvature probe, out of the vectorised
+groups) and ``batched`` as it is (the probes inside the cohort op). Prints each run's process CPU time and the part spent training (one-by-one tasks and
 cohort ops), whether its ``events.jsonl`` equals local's byte
 for byte, and the largest relative difference of its metrics (accuracy, loss, energy, ...) from
 local's. One intra-op thread (as fedfit trains).
@@ -34,7 +36,8 @@ from fedfit.simulation.workload import Workload
 from fedfit.training.batched import batchable_plan
 
 
-def _config(executor: str, devices: int, samples: int, model: str, mode: str, rounds: int) -> ExperimentConfig:
+def _config(executor: str, devices: int, samples: int, model: str, mode: str, rounds: int,
+            noise_model: str) -> ExperimentConfig:
     flagship, older = 3 * devices // 10, 3 * devices // 10
     return parse_config({
         "name": f"probe-{executor}", "seed": 0,
@@ -46,17 +49,18 @@ def _config(executor: str, devices: int, samples: int, model: str, mode: str, ro
         "training": {"batch_size": 16, "lr": 0.05},
         "orchestration": {"rounds": rounds, "clients_per_round": devices},
         "dynamite": {"mode": mode, "budget_time_s": 120, "tau_max": 20, "sigma_probe": True,
-                     "noise_model": "reshuffled"},  # the σ² probe alone: the curvature probe trains one by one
+                     "noise_model": noise_model},
         "output": {"plots": False, "progress": False, "checkpoint_every": 0},
         "simulation": {"executor": executor},
     })
 
 
 @contextmanager
-def _probes_one_by_one() -> Iterator[None]:
-    """The executor as before: probing plans kept out of the vectorised groups."""
+def _probes_one_by_one(curvature: bool) -> Iterator[None]:
+    """The executor as before: probing plans kept out of the vectorised groups (``curvature``:
+    those asking the curvature probe, the σ² probe alone being batched)."""
     def old(plan: Any, optimizer: Any) -> bool:
-        return batchable_plan(plan, optimizer) and not plan.sigma_probe
+        return batchable_plan(plan, optimizer) and not (plan.curvature_probe if curvature else plan.sigma_probe)
     setattr(batched, "batchable_plan", old)
     try:
         yield
@@ -113,19 +117,22 @@ def main() -> None:
     parser.add_argument("--model", default="mlp")
     parser.add_argument("--mode", default="homogeneous", help="DYNAMITE solver")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--noise-model", default="reshuffled", choices=["reshuffled", "iid", "curvature"],
+                        help="dynamite.noise_model (curvature: the curvature probe too)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per path (the least CPU times are printed)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"model {args.model}, DYNAMITE {args.mode}, {args.rounds} rounds, sigma_probe: true, "
-          f"least CPU of {args.repeats} runs\n"
+          f"noise_model: {args.noise_model}, least CPU of {args.repeats} runs\n"
           "| devices/round | path | CPU s | vs local | training CPU s | vs local | events equal local | "
           "max rel metric diff |\n|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for devices in args.devices:
-            conf = {e: _config(e, devices, args.samples, args.model, args.mode, args.rounds) for e in ("local", "batched")}
+            conf = {e: _config(e, devices, args.samples, args.model, args.mode, args.rounds, args.noise_model)
+                    for e in ("local", "batched")}
             _run(conf["batched"], Path(tmp) / f"warm-{devices}", 1)  # warm-up: data cache, first kernel calls
             local = _run(conf["local"], Path(tmp) / f"local-{devices}", args.repeats)
-            with _probes_one_by_one():
+            with _probes_one_by_one(args.noise_model == "curvature"):
                 before = _run(conf["batched"], Path(tmp) / f"before-{devices}", args.repeats)
             after = _run(conf["batched"], Path(tmp) / f"batched-{devices}", args.repeats)
             for name, got in (("local", local), ("batched, probes one by one", before),

@@ -27,6 +27,7 @@ def _workload(model: str) -> Workload:
 
 @pytest.mark.parametrize("model", ["logreg", "mlp"])
 def test_probing_and_plain_tasks_train_in_one_cohort_as_one_by_one(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """σ² probes alone (devices 2, 6), σ² and curvature probes (0, 4) and plain plans train together."""
     workload = _workload(model)
     cohorts: list[list[int]] = []
     train_cohort = batched.train_cohort
@@ -34,7 +35,8 @@ def test_probing_and_plain_tasks_train_in_one_cohort_as_one_by_one(model: str, m
                         or train_cohort(*a, **k))
     params = workload.recipe.model.build().state_dict()
     tasks = [TrainTask(TrainPlan(d, 2, micro_batch=8, accumulation_steps=2 if d % 3 else 1,
-                                 local_epochs=1 if d % 3 else 2, max_steps=3, sigma_probe=d % 2 == 0), params)
+                                 local_epochs=1 if d % 3 else 2, max_steps=3, sigma_probe=d % 2 == 0,
+                                 curvature_probe=d % 4 == 0), params)
              for d in range(8)]  # effective batch 16 or 8 per step, at most 3 steps: one cohort each
     executor = BatchedExecutor(workload)
     handles = [executor.submit(t) for t in tasks]
@@ -48,6 +50,11 @@ def test_probing_and_plain_tasks_train_in_one_cohort_as_one_by_one(model: str, m
             assert ref.sigma2 is not None and got.sigma2 == pytest.approx(ref.sigma2, rel=1e-5)
         else:
             assert ref.sigma2 is None and got.sigma2 is None
+        if task.plan.curvature_probe:
+            assert ref.noise_curvature is not None
+            assert got.noise_curvature == pytest.approx(ref.noise_curvature, rel=1e-4, abs=1e-7)
+        else:
+            assert ref.noise_curvature is None and got.noise_curvature is None
 
 
 def _dynamite_config(executor: str, noise_model: str = "reshuffled") -> object:
@@ -73,22 +80,19 @@ def _dynamite_config(executor: str, noise_model: str = "reshuffled") -> object:
 @pytest.mark.parametrize("noise_model", ["reshuffled", "curvature"])
 def test_a_batched_dynamite_run_with_the_probe_matches_a_local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  noise_model: str) -> None:
-    """σ² probes alone are taken in the cohort op; plans that also ask for the curvature probe (a
-    Hessian-vector product) train one by one, so the cohort op sees none of them."""
-    probed: list[float | None] = []  # the probes the cohort op took
+    """σ² probes, and with ``noise_model: curvature`` the curvature probes too, are taken in the cohort op."""
+    probed: list[tuple[float | None, float | None]] = []  # the probes the cohort op took
     train_cohort = batched.train_cohort
 
     def recorded(*args: Any, **kwargs: Any) -> list[Update]:
         updates = train_cohort(*args, **kwargs)
-        probed.extend(u.sigma2 for u in updates)
+        probed.extend((u.sigma2, u.noise_curvature) for u in updates)
         return updates
     monkeypatch.setattr(batched, "train_cohort", recorded)
     for executor in ("local", "batched"):
         run(_dynamite_config(executor, noise_model), tmp_path / executor)  # type: ignore[arg-type]
-    if noise_model == "curvature":
-        assert all(s is None for s in probed)
-    else:
-        assert probed and all(s is not None and s > 0 for s in probed)
+    assert probed and all(s is not None and s > 0 for s, _ in probed)
+    assert all((c is not None) == (noise_model == "curvature") for _, c in probed)
     assert (tmp_path / "local" / "events.jsonl").read_text() == (tmp_path / "batched" / "events.jsonl").read_text()
     rows = [[json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
             for d in ("local", "batched")]

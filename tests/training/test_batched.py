@@ -130,7 +130,11 @@ def test_plans_differing_only_in_their_number_of_equal_epochs_share_a_cohort() -
         assert _max_diff(train(model, start, x, y, plan, seed=3).params, got.params) <= 1e-5
 
 
-def test_a_plan_asking_for_the_curvature_probe_is_not_batched() -> None:
+def test_a_plan_asking_for_the_curvature_probe_is_batched() -> None:
+    """Its Hessian-vector product is taken in the cohort op (tests/training/test_stacked_curvature.py);
+    techniques and local DP-SGD still train one by one, probe or not."""
     optimizer = OptimizerConfig()
     assert batchable_plan(TrainPlan(0, 0, micro_batch=8, sigma_probe=True), optimizer)
-    assert not batchable_plan(TrainPlan(0, 0, micro_batch=8, sigma_probe=True, curvature_probe=True), optimizer)
+    assert batchable_plan(TrainPlan(0, 0, micro_batch=8, sigma_probe=True, curvature_probe=True), optimizer)
+    assert not batchable_plan(TrainPlan(0, 0, micro_batch=8, sigma_probe=True, curvature_probe=True,
+                                        techniques=Techniques(checkpointing=True)), optimizer)

@@ -20,14 +20,16 @@ zoo's scaler): batch-norm would see the padding, dropout draws random numbers, r
 are left out. Plans with memory-saving techniques and local DP-SGD are not batched either; the
 executor (:mod:`fedfit.simulation.batched`) trains those one by one. Plans asking DYNAMITE's σ²
 probe (``TrainPlan.sigma_probe``) are batched: the probing devices' half-batch gradient
-differences at the first step are one more vectorised op (:mod:`fedfit.training.stacked_probe`).
+differences at the first step are one more vectorised op (:mod:`fedfit.training.stacked_probe`),
+and so are the Hessian-vector products of those asking the curvature probe too
+(``TrainPlan.curvature_probe``, :mod:`fedfit.training.stacked_curvature`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 import torch
 from torch import nn
@@ -36,8 +38,9 @@ from torch.func import functional_call, vmap
 from fedfit.models.zoo import Scaler
 from fedfit.training.optimizers import OptimizerConfig
 from fedfit.training.stacked_optim import StackedOptimizer
-from fedfit.training.stacked_probe import Gradients, cohort_sigma2
-from fedfit.training.trainer import _batches, task_generator
+from fedfit.training.stacked_curvature import Losses, cohort_curvature
+from fedfit.training.stacked_probe import Gradients, half_differences, sigma2_of
+from fedfit.training.trainer import _batches, _next_batch, task_generator
 from fedfit.types import Params, TrainPlan, Update
 
 #: Leaf modules that compute every sample independently and hold no state besides parameters.
@@ -56,10 +59,9 @@ def batchable_model(model: nn.Module) -> bool:
 
 
 def batchable_plan(plan: TrainPlan, optimizer: OptimizerConfig) -> bool:
-    """Whether a plan trains plainly (no memory technique, no local DP-SGD); a σ² probe is taken
-    in the cohort op, a curvature probe (a Hessian-vector product per device) is not: such a plan
-    trains one by one."""
-    return not plan.techniques.active and optimizer.local_dp is None and not plan.curvature_probe
+    """Whether a plan trains plainly (no memory technique, no local DP-SGD); σ² and curvature
+    probes are taken in the cohort op."""
+    return not plan.techniques.active and optimizer.local_dp is None
 
 
 def cohort_key(plan: TrainPlan) -> CohortKey:
@@ -121,17 +123,18 @@ def _schedule(batches: Sequence[Sequence[torch.Tensor]], offsets: Sequence[int]
     return index, weight, count
 
 
-def _gradients(model: nn.Module) -> Gradients:
-    """Each device's (gradient, loss) of Σ w·CE / n over its padded batch, vectorised over devices:
-    the ``vmap`` of the devices' losses, differentiated as their sum (device g's parameters reach
-    only its own loss, so each gets its own gradient). Plain autograd rather than
-    ``torch.func.grad``, whose first call imports ``torch._dynamo`` (~1.8 s of CPU)."""
+def _losses(model: nn.Module) -> Losses:
+    """Each device's Σ w·CE / n over its padded batch, vectorised over devices (a ``vmap``)."""
     def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, params, (x,))
         return (nn.functional.cross_entropy(out, y, reduction="none") * w).sum() / n
+    return cast(Losses, vmap(loss))
 
-    losses_of = vmap(loss)
 
+def _gradients(losses_of: Losses) -> Gradients:
+    """Each device's (gradient, loss) of :func:`_losses`', differentiated as their sum (device g's
+    parameters reach only its own loss, so each gets its own gradient). Plain autograd rather than
+    ``torch.func.grad``, whose first call imports ``torch._dynamo`` (~1.8 s of CPU)."""
     def gradients(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor,
                   n: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         leaves = {name: t.detach().requires_grad_() for name, t in params.items()}
@@ -140,6 +143,42 @@ def _gradients(model: nn.Module) -> Gradients:
             grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
         return dict(zip(leaves, grads, strict=True)), losses.detach()
     return gradients
+
+
+class _Probing(NamedTuple):
+    """What the probes need besides the first step: the cohort's vectorised loss and gradient, its
+    concatenated data with each device's offset into it, and the experiment seed."""
+    losses: Losses
+    gradients: Gradients
+    x_all: torch.Tensor
+    y_all: torch.Tensor
+    offsets: Sequence[int]
+    seed: int
+
+
+def _probes(cohort: _Probing, params: Params, xs: torch.Tensor, ys: torch.Tensor, count: torch.Tensor,
+            data: Sequence[tuple[torch.Tensor, torch.Tensor]], plans: Sequence[TrainPlan]
+            ) -> tuple[list[float | None], list[float | None]]:
+    """(σ̂², β̂_σ) of each device at its starting ``params`` from its first step's padded batch
+    (xs, ys) of ``count`` samples; ``None`` where not asked or not measurable, as one by one.
+
+    β_σ's Hessian is over the samples the trainer takes for it: the task's next batch
+    (:func:`fedfit.training.trainer._next_batch`, from the first batch's size)."""
+    examples = torch.tensor([len(x) for x, _ in data])
+    chosen, diffs = half_differences(cohort.gradients, params, xs, ys, count, examples,
+                                     torch.tensor([p.sigma_probe for p in plans]))
+    curvature: list[float | None] = [None] * len(plans)
+    rows = [k for k, g in enumerate(chosen.tolist()) if plans[g].curvature_probe]
+    if rows:
+        devices = chosen[rows]
+        others = [[_next_batch(len(data[g][0]), int(count[g]), cohort.seed, plans[g])] for g in devices.tolist()]
+        index, weight, size = _schedule(others, [cohort.offsets[g] for g in devices.tolist()])
+        values = cohort_curvature(cohort.losses, {n: p[devices] for n, p in params.items()},
+                                  {n: d[rows] for n, d in diffs.items()}, cohort.x_all[index[0]],
+                                  cohort.y_all[index[0]], weight[0], size[0])
+        for g, value in zip(devices.tolist(), values, strict=True):
+            curvature[g] = value
+    return sigma2_of(chosen, diffs, count, examples), curvature
 
 
 def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tuple[torch.Tensor, torch.Tensor]],
@@ -163,28 +202,28 @@ def train_cohort(model: nn.Module, starts: Sequence[Params], data: Sequence[tupl
     x_all, y_all = torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
     names = [name for name, _ in model.named_parameters()]
     opt = StackedOptimizer({n: torch.stack([s[n] for s in starts]) for n in names}, plans[0].lr, optimizer)
-    gradients = _gradients(model)
+    losses_of = _losses(model)
+    gradients = _gradients(losses_of)
     loss_sum = torch.zeros(len(plans), dtype=torch.float64)
     params = opt.params
     first = torch.full((len(plans),), math.nan, dtype=torch.float64)  # each device's first-step loss
-    probing = torch.tensor([p.sigma_probe for p in plans])
-    sigma2: list[float | None] = [None] * len(plans)
+    probes: tuple[list[float | None], list[float | None]] = ([None] * len(plans), [None] * len(plans))
     for s in range(len(index)):
         xs, ys = x_all[index[s]], y_all[index[s]]
-        if s == 0 and bool(probing.any()):  # at the received models, before the first step
-            sigma2 = cohort_sigma2(gradients, params, xs, ys, count[0],
-                                   torch.tensor([len(x) for x, _ in data]), probing)
+        if s == 0 and any(p.sigma_probe for p in plans):  # at the received models, before the first step
+            probes = _probes(_Probing(losses_of, gradients, x_all, y_all, offsets, seed), params, xs, ys, count[0],
+                             data, plans)
         grads, losses = gradients(params, xs, ys, weight[s], count[s].clamp(min=1.0))
         loss_sum += losses.double() * count[s].double()
         first = torch.where(first.isnan() & (count[s] > 0), losses.double(), first)
         params = opt.step(grads, active=count[s] > 0)
     return [_update(plan, {n: params[n][g].clone() for n in names}, len(x), device_batches, float(loss_sum[g]),
-                    float(first[g]), sigma2[g])
+                    float(first[g]), probes[0][g], probes[1][g])
             for g, (plan, (x, _), device_batches) in enumerate(zip(plans, data, batches, strict=True))]
 
 
 def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[torch.Tensor],
-            loss_sum: float, start_loss: float, sigma2: float | None) -> Update:
+            loss_sum: float, start_loss: float, sigma2: float | None, curvature: float | None) -> Update:
     samples = sum(len(idx) for idx in batches)
     return Update(
         device_id=plan.device_id,
@@ -199,4 +238,5 @@ def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[to
         epoch_batches=plan.epoch_batches,
         start_loss=None if math.isnan(start_loss) else start_loss,
         sigma2=sigma2,
+        noise_curvature=curvature,
     )

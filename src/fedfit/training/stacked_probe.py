@@ -46,9 +46,10 @@ def probe_weights(count: torch.Tensor, width: int) -> torch.Tensor:
     return torch.where(position < a, 1.0 / a, torch.where(position < b, -1.0 / (b - a), zero))
 
 
-def cohort_sigma2(gradients: Gradients, params: Params, x: torch.Tensor, y: torch.Tensor, count: torch.Tensor,
-                  examples: torch.Tensor, probing: torch.Tensor) -> list[float | None]:
-    """σ̂² of each of G devices from its first batch, or ``None``.
+def half_differences(gradients: Gradients, params: Params, x: torch.Tensor, y: torch.Tensor, count: torch.Tensor,
+                     examples: torch.Tensor, probing: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The devices that take the probe, ``[K]`` indices into the G, and their g_A − g_B, ``[K, ...]``
+    each (empty when none).
 
     Args:
         gradients: the cohort's vectorised gradient (:func:`fedfit.training.batched.train_cohort`'s).
@@ -57,20 +58,33 @@ def cohort_sigma2(gradients: Gradients, params: Params, x: torch.Tensor, y: torc
         count: each device's first-batch size b, ``[G]`` (its samples lead its row).
         examples: the samples D each device holds, ``[G]``.
         probing: whether each device's plan asks for the probe, ``[G]`` booleans.
-
-    Returns:
-        The G estimates, ``None`` for a device not asking or that cannot split its batch or data.
     """
-    ok = probing & (count >= 2) & (examples >= 2)
-    chosen = ok.nonzero().flatten()
-    estimates: list[float | None] = [None] * len(count)
+    chosen = (probing & (count >= 2) & (examples >= 2)).nonzero().flatten()
     if len(chosen) == 0:
-        return estimates
+        return chosen, {}
     weight = probe_weights(count[chosen], x.shape[1])
     diffs, _ = gradients({n: p[chosen] for n, p in params.items()}, x[chosen], y[chosen], weight,
                          torch.ones(len(chosen)))
+    return chosen, diffs
+
+
+def sigma2_of(chosen: torch.Tensor, diffs: dict[str, torch.Tensor], count: torch.Tensor,
+              examples: torch.Tensor) -> list[float | None]:
+    """σ̂² of each of the G devices (``len(count)``) from :func:`half_differences`' result, ``None``
+    for a device not among ``chosen``."""
+    estimates: list[float | None] = [None] * len(count)
+    if len(chosen) == 0:
+        return estimates
     squared = sum((diff.flatten(1) ** 2).sum(1).double() for diff in diffs.values())
     assert isinstance(squared, torch.Tensor)
     for g, value in zip(chosen.tolist(), squared.tolist(), strict=True):
         estimates[g] = value / probe_scale(int(examples[g]), int(count[g]))
     return estimates
+
+
+def cohort_sigma2(gradients: Gradients, params: Params, x: torch.Tensor, y: torch.Tensor, count: torch.Tensor,
+                  examples: torch.Tensor, probing: torch.Tensor) -> list[float | None]:
+    """σ̂² of each of G devices from its first batch, or ``None`` (the arguments are
+    :func:`half_differences`'): for a device not asking or that cannot split its batch or data."""
+    chosen, diffs = half_differences(gradients, params, x, y, count, examples, probing)
+    return sigma2_of(chosen, diffs, count, examples)
