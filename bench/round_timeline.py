@@ -34,10 +34,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import flower_side_by_side as side  # noqa: E402
-
 
 def instrument(log: Path) -> None:
     """Patch the workload and the sync loop to append ``[kind, lane, t0, t1, cpu]`` lines to ``log``."""
@@ -90,6 +86,9 @@ def per_round(rows: list[list[Any]]) -> dict[str, list[float]]:
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import flower_side_by_side as side  # sets OMP_NUM_THREADS=1 for this process, as the side by side does
+
     executor = sys.argv[1] if len(sys.argv) > 1 else "process"
     args, _ = side.parse(["--side", "fedfit"])
     with tempfile.TemporaryDirectory() as tmp:
