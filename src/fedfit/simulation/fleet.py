@@ -41,6 +41,7 @@ from fedfit.simulation.executors import Executor
 from fedfit.simulation.workload import TrainTask
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskCost, TaskResult, TrainPlan
 
+
 class StateTrace(Protocol):
     """Anything that tells a device's state at a virtual time (generated or CSV traces)."""
 
@@ -174,26 +175,18 @@ class SimulatedFleet:
         (:func:`~fedfit.simulation.endings.dispatch_endings`) and their mid-task offline checks
         asked of the traces together, in dispatch order."""
         if self._unpriced:
-            plans, states, params, now_s = self._take_unpriced()
+            unpriced, self._unpriced = self._unpriced, []
+            plans, states, params, now_s = map(list, zip(*unpriced))
             profiles = [self._profiles[plan.device_id] for plan in plans]
-            costs = self._task_costs(plans, profiles, states, [self._examples[p.device_id] for p in plans],
-                                     payload_sizes(params))
+            costs = task_costs(plans, profiles, states, self._costs, self._memory,
+                               [self._examples[p.device_id] for p in plans], payload_sizes(params))
             self._finish(plans, profiles, states, costs, params, now_s,
                          dispatch_endings(plans, profiles, states, costs, now_s))
         if self._waiting:
             w, self._waiting = self._waiting, []
             self._finish([d.plan for d in w], [d.profile for d in w], [d.state for d in w], [d.cost for d in w],
                          [d.params for d in w], [d.now_s for d in w], [d.ending for d in w])
-        if self._waiting_ids:
-            self._waiting_ids = set()
-
-    def _take_unpriced(self) -> tuple[list[TrainPlan], list[DeviceState], list[Params], list[float]]:
-        unpriced, self._unpriced = self._unpriced, []
-        return [u[0] for u in unpriced], [u[1] for u in unpriced], [u[2] for u in unpriced], [u[3] for u in unpriced]
-
-    def _task_costs(self, plans: list[TrainPlan], profiles: list[DeviceProfile], states: list[DeviceState],
-                    examples: list[int], payloads: list[int]) -> list[TaskCost]:
-        return task_costs(plans, profiles, states, self._costs, self._memory, examples, payloads)
+        self._waiting_ids.clear()
 
     def _finish(self, plans: list[TrainPlan], profiles: list[DeviceProfile], states: list[DeviceState],
                 costs: list[TaskCost], params: list[Params], now_s: list[float],
