@@ -47,3 +47,26 @@ def test_config_key_reaches_the_planner_and_bad_values_are_refused() -> None:
             assert planner.settings.curvature_latest is latest
     with pytest.raises((ConfigError, ValueError), match="curvature_estimate"):
         small(dynamite={"curvature_estimate": "newest"})
+
+
+def test_the_planner_prices_the_latest_rounds_probe() -> None:
+    import dataclasses
+
+    from fedfit.policy.dynamite.curvature import contraction
+    from fedfit.types import TaskCost, TaskResult, TrainPlan, Update
+    from tests.policy.dynamite.test_reachable import fleet_planner
+
+    def results(version: int, c: float) -> list[TaskResult]:
+        cost = TaskCost(0.5, 1.0, 0.5, 3.0, 0, 0, 0, 0.0)
+        return [TaskResult(TrainPlan(d, version, micro_batch=4, lr=0.1), "test", 0.0, 2.0, Update(
+            d, version, {"w": torch.full((3,), 0.1 * (d + 1) + version)}, 100, 40, 10, 4, 1, 1.0,
+            sigma2=1.0, noise_curvature=c), cost, 0) for d in (0, 1)]
+
+    for latest, expected in ((True, 6.0), (False, 0.5 * 2.0 + 0.5 * 6.0)):
+        p = fleet_planner(offline=set())
+        p.settings = dataclasses.replace(p.settings, sigma_probe=True, noise_model="curvature",
+                                         curvature_latest=latest, holding=0.5)
+        p.observe(1, {"w": torch.zeros(3)}, results(0, 2.0), 1.0)
+        p.observe(2, {"w": torch.ones(3)}, results(1, 6.0), 2.0)
+        assert p.estimator.noise_curvature == pytest.approx(expected)
+        assert p._device(0, 40).contraction == pytest.approx(contraction(p.lr, expected))
