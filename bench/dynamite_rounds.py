@@ -31,7 +31,7 @@ def trace(config: ExperimentConfig, budget_s: float) -> None:
             if isinstance(planner, DynamitePlanner) and planner.history:
                 _, tau, b = planner.history[-1]
                 est = planner.estimator
-                line += (f"  τ={tau} b={min(b)}..{max(b)}  β̂={_f(est.beta)}  β̂_σ={_f(est.noise_curvature)}"
+                line += (f"  τ={tau} b={min(b)}..{max(b)}  β̂={_f(est.beta)}  σ̂²={_f(est.sigma2)}  β̂_σ={_f(est.noise_curvature)}"
                          f"  probe={_f(_probe(est))}")
             print(line, flush=True)
             if (r.accuracy or 0.0) >= config.evaluation.target_accuracy:

@@ -78,7 +78,8 @@ class DynamiteConfig(Section):
     the ratio in the others; moot with ``whole_rounds``; off by default (neutral on the streaming
     bench, see the README). ``curvature_estimate`` (``noise_model: curvature``): β_σ is the
     probes' moving average with ``holding`` (``smoothed``) or the latest round's pooled probe
-    alone (``latest``: the curvature rises along training, so older probes bias it low)."""
+    alone (``latest``: the curvature rises along training, so older probes bias it low);
+    ``sigma_estimate`` likewise for σ² read from ``sigma_probe``'s probes."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -99,6 +100,7 @@ class DynamiteConfig(Section):
     noise_model: Literal["iid", "reshuffled", "curvature"] = "curvature"
     last_round: bool = False
     curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
+    sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -70,3 +70,28 @@ def test_the_planner_prices_the_latest_rounds_probe() -> None:
         p.observe(2, {"w": torch.ones(3)}, results(1, 6.0), 2.0)
         assert p.estimator.noise_curvature == pytest.approx(expected)
         assert p._device(0, 40).contraction == pytest.approx(contraction(p.lr, expected))
+
+
+def test_sigma_latest_takes_the_latest_rounds_probed_sigma2() -> None:
+    def obs(sigma2s: dict[int, float]) -> RoundObservation:
+        return RoundObservation(start=torch.zeros(2), grads={1: torch.ones(2), 2: torch.ones(2)},
+                                samples={1: 10, 2: 10}, shares={1: 100.0, 2: 300.0}, loss=1.0, sigma2s=sigma2s)
+
+    # round 1: (100·2 + 300·6)/400 = 5; round 2: (100·10 + 300·2)/400 = 4 (the same start: no β, σ² is the probes')
+    latest = observe(observe(EstimatorState(), obs({1: 2.0, 2: 6.0}), 0.5, sigma_holding=0.0),
+                     obs({1: 10.0, 2: 2.0}), 0.5, sigma_holding=0.0)
+    smoothed = observe(observe(EstimatorState(), obs({1: 2.0, 2: 6.0}), 0.5), obs({1: 10.0, 2: 2.0}), 0.5)
+    assert latest.sigma2 == pytest.approx(4.0) and smoothed.sigma2 == pytest.approx(4.5)
+
+
+def test_sigma_estimate_key_reaches_the_planner_and_bad_values_are_refused() -> None:
+    from fedfit.errors import ConfigError
+    from fedfit.experiment import built
+    from tests.policy.dynamite.test_dynamite_end_to_end import small
+
+    with built(small(dynamite={"sigma_estimate": "latest"})) as exp:
+        planner = exp.orchestrator.observer
+        assert isinstance(planner, DynamitePlanner) and planner.settings.sigma_latest
+        assert not planner.settings.curvature_latest
+    with pytest.raises((ConfigError, ValueError), match="sigma_estimate"):
+        small(dynamite={"sigma_estimate": 1})

@@ -74,7 +74,7 @@ class DynamiteSettings:
             noise at the round's end given the probed curvature β_σ (:mod:`.curvature`; β̂ until
             a probe reports). A stream's term is ``streaming``'s.
         last_round: K counts whole rounds in the last round the budget buys (:mod:`.last_round`).
-        curvature_latest: β_σ is the latest round's pooled probe, not smoothed with ``holding``.
+        curvature_latest, sigma_latest: β_σ / a probed σ² is the latest round's pooled probe alone.
     """
 
     solver: Solver = "heterogeneous"
@@ -94,6 +94,7 @@ class DynamiteSettings:
     noise_model: NoiseModel = "iid"
     last_round: bool = False
     curvature_latest: bool = False
+    sigma_latest: bool = False
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -227,22 +228,20 @@ class DynamitePlanner:
     # -- observing aggregations ------------------------------------------------------------
     def observe(self, version: int, params: Params, results: Sequence[TaskResult], now_s: float) -> None:
         """Feed one aggregation (its new model ``version``, the results it saw, the time now)."""
+        s = self.settings
         self.spent_s = max(self.spent_s, now_s)
         self.spent_j += sum(r.cost.energy_j for r in results)
         for r in results:
             if r.ok and r.cost.duration_s > 0:
                 ratio = (r.finish_s - r.start_s) / r.cost.duration_s
-                self.speed[r.plan.device_id] = smooth(self.speed.get(r.plan.device_id), ratio,
-                                                      self.settings.holding) or ratio
+                self.speed[r.plan.device_id] = smooth(self.speed.get(r.plan.device_id), ratio, s.holding) or ratio
         obs = self._observation(results)
         if obs is not None:
-            self.estimator = observe(self.estimator, obs, self.settings.holding,
-                                     0.0 if self.settings.curvature_latest else None)
+            self.estimator = observe(self.estimator, obs, s.holding, 0.0 if s.curvature_latest else None,
+                                     0.0 if s.sigma_latest else None)
             if self.calibration is not None:
-                now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr,
-                                 streaming=self.settings.streaming,
-                                 reshuffled=self.settings.noise_model == "reshuffled",
-                                 contraction=self._contraction())
+                now = round_loss(obs, self.estimator.estimates(s.prior), self.lr, streaming=s.streaming,
+                                 reshuffled=s.noise_model == "reshuffled", contraction=self._contraction())
                 self.calibration = calibrate(self.calibration, now)
         self.versions[version] = flatten(params)
         for old in [v for v in self.versions if v < version - 16]:
