@@ -13,10 +13,11 @@ import argparse
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
 from fedfit.experiment import built
+from fedfit.policy.dynamite.estimate import EstimatorState, probed_noise_curvature
 from fedfit.policy.dynamite.planner import DynamitePlanner
 from fedfit.strategies import apply_strategy
 
-from dynamite import DATASETS, _overrides  # type: ignore[import-not-found]
+from dynamite import DATASETS, _overrides
 
 
 def trace(config: ExperimentConfig, budget_s: float) -> None:
@@ -38,10 +39,8 @@ def trace(config: ExperimentConfig, budget_s: float) -> None:
                 break
 
 
-def _probe(est: object) -> float | None:
-    from fedfit.policy.dynamite.estimate import probed_noise_curvature
-    last = getattr(est, "last")
-    return None if last is None else probed_noise_curvature(last)
+def _probe(est: EstimatorState) -> float | None:
+    return None if est.last is None else probed_noise_curvature(est.last)
 
 
 def _f(x: float | None) -> str:
