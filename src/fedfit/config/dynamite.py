@@ -76,7 +76,10 @@ class DynamiteConfig(Section):
     ``last_round``: K counts whole rounds in the last round the budget left can buy (fewer than
     two of the shortest rounds, τ = 1 and b_i = 1, fit; :mod:`fedfit.policy.dynamite.last_round`),
     the ratio in the others; moot with ``whole_rounds``; off by default (neutral on the streaming
-    bench, see the README)."""
+    bench, see the README). ``curvature_estimate`` (``noise_model: curvature``): β_σ is the
+    probes' moving average with ``holding`` (``smoothed``) or the latest round's pooled probe
+    alone (``latest``: the curvature rises along training, so older probes bias it low);
+    ``sigma_estimate`` likewise for σ² read from ``sigma_probe``'s probes."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -96,6 +99,8 @@ class DynamiteConfig(Section):
     whole_rounds: bool = False
     noise_model: Literal["iid", "reshuffled", "curvature"] = "curvature"
     last_round: bool = False
+    curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
+    sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -259,16 +259,20 @@ def _share_mean(values: dict[int, float], shares: dict[int, float]) -> float | N
     return sum(s * w for s, w in weighted) / total if total > 0 else None
 
 
-def observe(state: EstimatorState, obs: RoundObservation, holding: float) -> EstimatorState:
-    """``state`` updated with one aggregation's observation."""
+def observe(state: EstimatorState, obs: RoundObservation, holding: float,
+            curvature_holding: float | None = None, sigma_holding: float | None = None) -> EstimatorState:
+    """``state`` updated with one aggregation's observation; β_σ is smoothed with
+    ``curvature_holding`` and a probed σ² with ``sigma_holding`` (``None``: ``holding``; 0: the
+    latest round's probes alone)."""
     ids = sorted(obs.grads)
     if not ids:
         return state
     g, delta = divergence([obs.grads[i] for i in ids], [obs.shares[i] for i in ids])
     probed = probed_sigma2(obs)
     new = dataclasses.replace(state, delta=smooth(state.delta, delta, holding),
-                              sigma2=smooth(state.sigma2, probed, holding),
-                              noise_curvature=smooth(state.noise_curvature, probed_noise_curvature(obs), holding),
+                              sigma2=smooth(state.sigma2, probed, holding if sigma_holding is None else sigma_holding),
+                              noise_curvature=smooth(state.noise_curvature, probed_noise_curvature(obs),
+                                                     holding if curvature_holding is None else curvature_holding),
                               rho=smooth(state.rho, lipschitz(g), holding),
                               loss=smooth(state.loss, start_loss(obs), holding), last=obs, last_g=g)
     prev = state.last

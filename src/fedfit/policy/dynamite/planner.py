@@ -1,18 +1,14 @@
 """The DYNAMITE planner: re-estimate after every aggregation, re-plan τ and b_i, write the plans.
 
 DYNAMITE's adaptive control (Liu et al. 2023, arXiv 2310.14906, Algorithm "online"): after each
-aggregation the server turns the updates it received into estimates of β, ρ, δ, σ² and the
-loss (:mod:`.estimate`), calibrates each device's predicted round time against the duration it
-measured, subtracts what has been spent from the budget, and solves for the (τ, b_i) that
-minimise the bound over what is left (:mod:`.search`), written over the devices whose last report
-says they can be reached (:mod:`.reachable`). ``plan`` then writes each device's task:
-``max_steps = τ``, its batch ``b_i`` as micro-batch × accumulation within its memory cap, and
-enough epochs over its data (or its stream buffer) to take τ steps. The base planner decides
-everything else (learning rate, deadline, techniques; widths wrap this planner).
-
-Offline variants solve once, after ``warmup_rounds`` aggregations, and keep that plan.
-In asynchronous mode each aggregation re-plans too, and τ is every task's step count; an
-update's pseudo-gradient is taken against the model version it started from.
+aggregation the server turns the updates into estimates of β, ρ, δ, σ² and the loss
+(:mod:`.estimate`), calibrates each device's predicted round time against the measured one,
+subtracts what was spent from the budget and solves for the (τ, b_i) minimising the bound over
+what is left (:mod:`.search`), over the devices its last reports say can be reached
+(:mod:`.reachable`). ``plan`` writes ``max_steps = τ``, ``b_i`` as micro-batch × accumulation
+within the memory cap, and enough epochs to take τ steps; the base planner decides the rest.
+Offline variants solve once, after ``warmup_rounds`` aggregations. In asynchronous mode each
+aggregation re-plans too; an update's pseudo-gradient is taken against its start version.
 """
 
 from __future__ import annotations
@@ -67,25 +63,18 @@ class DynamiteSettings:
         participation: share of the fleet training each round (scales the energy a round costs).
         calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
             drift term uncalibrated (c = 1).
-        streaming: the devices hold stream buffers (``data.stream``): the bound's noise term
-            takes the buffer's own sampling error into account (:mod:`.stream`).
-        energy_cap: ``homogeneous``: without an energy budget, the heterogeneous solver's
-            rounds cost no more joules than the best common batch's at the same τ
-            (:mod:`.energy_fill`); ``none``: devices off the critical path fill their time
-            share whatever it costs in joules.
-        plan_for: ``reachable``: the bound is written over the devices whose last report says
-            they can be reached (:mod:`.reachable`); ``fleet``: over every enrolled device.
-        sigma_probe: tasks ask for the σ² probe (``TrainPlan.sigma_probe``) while estimates are
-            still used (online: always; offline: until the plan is fixed), and σ² is read from
-            the probes (:func:`.estimate.probed_sigma2`).
-        noise_model: the bound's mini-batch noise on static data: ``iid``, σ²/b per step
-            (independent draws); ``reshuffled``, the trainer's reshuffled epochs over each
-            device's data (:func:`.sampling.step_noise`); ``curvature``, those epochs' noise at
-            the round's end given the measured curvature along the noise (:mod:`.curvature`;
-            tasks also take the curvature probe, ``TrainPlan.curvature_probe``; β̂ until one
-            reports). A stream's term is ``streaming``'s.
-        last_round: K counts whole rounds in the last round the budget left can buy
-            (:mod:`.last_round`); ``False``: as ``budget`` says in every round.
+        streaming: stream buffers (``data.stream``): the noise term is the buffer's (:mod:`.stream`).
+        energy_cap: ``homogeneous``: without an energy budget, the heterogeneous solver's rounds
+            cost no more joules than the best common batch's at the same τ (:mod:`.energy_fill`).
+        plan_for: ``reachable``: the bound is over the devices that can be reached (:mod:`.reachable`).
+        sigma_probe: tasks take the σ² probe while estimates are used (online: always; offline:
+            until the plan is fixed); σ² is read from them (:func:`.estimate.probed_sigma2`).
+        noise_model: the mini-batch noise on static data: ``iid``, σ²/b per step; ``reshuffled``,
+            the reshuffled epochs' (:func:`.sampling.step_noise`); ``curvature``, those epochs'
+            noise at the round's end given the probed curvature β_σ (:mod:`.curvature`; β̂ until
+            a probe reports). A stream's term is ``streaming``'s.
+        last_round: K counts whole rounds in the last round the budget buys (:mod:`.last_round`).
+        curvature_latest, sigma_latest: β_σ / a probed σ² is the latest round's pooled probe alone.
     """
 
     solver: Solver = "heterogeneous"
@@ -104,6 +93,8 @@ class DynamiteSettings:
     sigma_probe: bool = False
     noise_model: NoiseModel = "iid"
     last_round: bool = False
+    curvature_latest: bool = False
+    sigma_latest: bool = False
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -237,21 +228,20 @@ class DynamitePlanner:
     # -- observing aggregations ------------------------------------------------------------
     def observe(self, version: int, params: Params, results: Sequence[TaskResult], now_s: float) -> None:
         """Feed one aggregation (its new model ``version``, the results it saw, the time now)."""
+        s = self.settings
         self.spent_s = max(self.spent_s, now_s)
         self.spent_j += sum(r.cost.energy_j for r in results)
         for r in results:
             if r.ok and r.cost.duration_s > 0:
                 ratio = (r.finish_s - r.start_s) / r.cost.duration_s
-                self.speed[r.plan.device_id] = smooth(self.speed.get(r.plan.device_id), ratio,
-                                                      self.settings.holding) or ratio
+                self.speed[r.plan.device_id] = smooth(self.speed.get(r.plan.device_id), ratio, s.holding) or ratio
         obs = self._observation(results)
         if obs is not None:
-            self.estimator = observe(self.estimator, obs, self.settings.holding)
+            self.estimator = observe(self.estimator, obs, s.holding, 0.0 if s.curvature_latest else None,
+                                     0.0 if s.sigma_latest else None)
             if self.calibration is not None:
-                now = round_loss(obs, self.estimator.estimates(self.settings.prior), self.lr,
-                                 streaming=self.settings.streaming,
-                                 reshuffled=self.settings.noise_model == "reshuffled",
-                                 contraction=self._contraction())
+                now = round_loss(obs, self.estimator.estimates(s.prior), self.lr, streaming=s.streaming,
+                                 reshuffled=s.noise_model == "reshuffled", contraction=self._contraction())
                 self.calibration = calibrate(self.calibration, now)
         self.versions[version] = flatten(params)
         for old in [v for v in self.versions if v < version - 16]:
