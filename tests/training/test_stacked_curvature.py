@@ -6,25 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedfit.models import build_model
 from fedfit.training import OptimizerConfig, train
 from fedfit.training.batched import batchable_plan, train_cohort
 from fedfit.training.curvature_probe import half_batch_probe
 from fedfit.training.trainer import task_generator
-from fedfit.types import Params, TrainPlan
-
-#: Uneven local data: 1 to 4 steps per epoch at effective batch 16; 1 sample: no probe; 2 to 16
-#: samples: the first batch is all the data, so the Hessian is taken over it (as one by one).
-SIZES = (5, 17, 40, 33, 1, 2, 24, 9, 60, 16, 3, 11)
-
-
-def _cohort(name: str, devices: int) -> tuple[torch.nn.Module, list[Params], list[tuple[torch.Tensor, torch.Tensor]]]:
-    torch.manual_seed(0)
-    model = build_model(name, (1, 8, 8), 10)
-    start = model.state_dict()
-    g = torch.Generator().manual_seed(3)
-    data = [(torch.randn(n, 1, 8, 8, generator=g), torch.randint(0, 10, (n,), generator=g)) for n in SIZES[:devices]]
-    return model, [{k: v + 0.001 * i for k, v in start.items()} for i in range(devices)], data
+from fedfit.types import TrainPlan
+from tests.training.cohorts import SIZES, cohort, max_diff
 
 
 def _plans(devices: int, sigma: set[int], curvature: set[int]) -> list[TrainPlan]:
@@ -34,22 +21,18 @@ def _plans(devices: int, sigma: set[int], curvature: set[int]) -> list[TrainPlan
             for i in range(devices)]
 
 
-def _max_diff(a: Params, b: Params) -> float:
-    return max((a[k] - b[k]).abs().max().item() for k in a)
-
-
 @pytest.mark.parametrize(("name", "devices"), [(n, d) for n in ("logreg", "mlp") for d in (2, 5, 12)] + [("cnn", 5)])
 def test_curvature_probing_cohort_equals_one_by_one(name: str, devices: int) -> None:
     """Curvature probes, σ² probes alone and plain plans in one cohort: parameters, losses, σ̂²
     and β̂_σ as one by one."""
-    model, starts, data = _cohort(name, devices)
+    model, starts, data = cohort(name, devices)
     plans = _plans(devices, sigma={i for i in range(devices) if i % 3 == 1},
                    curvature={i for i in range(devices) if i % 3 == 0 or i == 1 and devices == 2})
     optimizer = OptimizerConfig(momentum=0.9)
     batched = train_cohort(model, starts, data, plans, seed=1, optimizer=optimizer)
     for start, (x, y), plan, got in zip(starts, data, plans, batched, strict=True):
         ref = train(model, start, x, y, plan, seed=1, optimizer=optimizer)
-        assert _max_diff(ref.params, got.params) <= 1e-5
+        assert max_diff(ref.params, got.params) <= 1e-5
         assert got.train_loss == pytest.approx(ref.train_loss, rel=1e-5)
         assert (got.sigma2 is None, got.noise_curvature is None) == (ref.sigma2 is None, ref.noise_curvature is None)
         if ref.sigma2 is not None:
@@ -65,7 +48,7 @@ def test_the_hessian_is_the_next_batchs_along_the_halves_difference() -> None:
     """β̂_σ of each device equals half_batch_probe with the batch the trainer draws first (the
     task RNG's first permutation's first 16 indices) split in halves and the Hessian over the next
     16 (or the first batch again when the device holds no more), at its starting parameters."""
-    model, starts, data = _cohort("mlp", 4)
+    model, starts, data = cohort("mlp", 4)
     plans = _plans(4, sigma=set(), curvature=set(range(4)))
     batched = train_cohort(model, starts, data, plans, seed=5)
     for start, (x, y), plan, got in zip(starts, data, plans, batched, strict=True):
@@ -78,7 +61,7 @@ def test_the_hessian_is_the_next_batchs_along_the_halves_difference() -> None:
 
 
 def test_the_curvature_probe_leaves_training_and_the_global_rng_unchanged() -> None:
-    model, starts, data = _cohort("mlp", 6)
+    model, starts, data = cohort("mlp", 6)
     rng = torch.get_rng_state()
     probed = train_cohort(model, starts, data, _plans(6, sigma=set(), curvature=set(range(6))), seed=2)
     assert torch.equal(torch.get_rng_state(), rng)

@@ -6,26 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedfit.models import build_model
 from fedfit.training import OptimizerConfig, train
 from fedfit.training.batched import batchable_plan, train_cohort
 from fedfit.training.probe import half_batch_sigma2
 from fedfit.training.stacked_probe import probe_weights
 from fedfit.training.trainer import task_generator
-from fedfit.types import Params, TrainPlan
-
-#: Uneven local data: 1 to 4 steps per epoch at effective batch 16; 1 and 2 samples: a device
-#: that cannot split its data, and one whose first batch is its two samples.
-SIZES = (5, 17, 40, 33, 1, 2, 24, 9, 60, 16, 3, 11)
-
-
-def _cohort(name: str, devices: int) -> tuple[torch.nn.Module, list[Params], list[tuple[torch.Tensor, torch.Tensor]]]:
-    torch.manual_seed(0)
-    model = build_model(name, (1, 8, 8), 10)
-    start = model.state_dict()
-    g = torch.Generator().manual_seed(3)
-    data = [(torch.randn(n, 1, 8, 8, generator=g), torch.randint(0, 10, (n,), generator=g)) for n in SIZES[:devices]]
-    return model, [{k: v + 0.001 * i for k, v in start.items()} for i in range(devices)], data
+from fedfit.types import TrainPlan
+from tests.training.cohorts import SIZES, cohort, max_diff
 
 
 def _plans(devices: int, probing: set[int]) -> list[TrainPlan]:
@@ -34,21 +21,17 @@ def _plans(devices: int, probing: set[int]) -> list[TrainPlan]:
                       lr=0.05, sigma_probe=i in probing) for i in range(devices)]
 
 
-def _max_diff(a: Params, b: Params) -> float:
-    return max((a[k] - b[k]).abs().max().item() for k in a)
-
-
 @pytest.mark.parametrize("name", ["logreg", "mlp"])
 @pytest.mark.parametrize("devices", [2, 5, 12])
 def test_probing_cohort_equals_one_by_one(name: str, devices: int) -> None:
     """Probe on and off mixed in one cohort: parameters, losses and σ̂² as one by one."""
-    model, starts, data = _cohort(name, devices)
+    model, starts, data = cohort(name, devices)
     plans = _plans(devices, probing={i for i in range(devices) if i % 3 != 2})
     optimizer = OptimizerConfig(momentum=0.9)
     batched = train_cohort(model, starts, data, plans, seed=1, optimizer=optimizer)
     for start, (x, y), plan, got in zip(starts, data, plans, batched, strict=True):
         ref = train(model, start, x, y, plan, seed=1, optimizer=optimizer)
-        assert _max_diff(ref.params, got.params) <= 1e-5
+        assert max_diff(ref.params, got.params) <= 1e-5
         assert got.train_loss == pytest.approx(ref.train_loss, rel=1e-5)
         assert got.start_loss == pytest.approx(ref.start_loss, rel=1e-5)
         if ref.sigma2 is None:
@@ -60,7 +43,7 @@ def test_probing_cohort_equals_one_by_one(name: str, devices: int) -> None:
 
 
 def test_the_probe_leaves_the_cohorts_training_bitwise_unchanged() -> None:
-    model, starts, data = _cohort("mlp", 6)
+    model, starts, data = cohort("mlp", 6)
     probed = train_cohort(model, starts, data, _plans(6, probing=set(range(6))), seed=2)
     plain = train_cohort(model, starts, data, _plans(6, probing=set()), seed=2)
     for a, b in zip(probed, plain, strict=True):
@@ -71,7 +54,7 @@ def test_the_probe_leaves_the_cohorts_training_bitwise_unchanged() -> None:
 def test_the_probe_is_the_first_batchs_half_difference() -> None:
     """σ̂² of each device equals half_batch_sigma2 on the very batch the trainer draws first
     (the task RNG's first permutation's first 16 indices), at the device's starting parameters."""
-    model, starts, data = _cohort("logreg", 4)
+    model, starts, data = cohort("logreg", 4)
     plans = _plans(4, probing=set(range(4)))
     batched = train_cohort(model, starts, data, plans, seed=5)
     for start, (x, y), plan, got in zip(starts, data, plans, batched, strict=True):
