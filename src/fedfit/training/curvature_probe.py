@@ -21,22 +21,11 @@ global RNG are put back, so the task trains exactly as without the probe.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fedfit.training.probe import probe_scale
-
-#: Mean loss of a batch from the model's outputs and the labels.
-Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-def _mean_gradient(model: nn.Module, params: list[nn.Parameter], x: torch.Tensor, y: torch.Tensor,
-                   loss: Loss, graph: bool = False) -> list[torch.Tensor]:
-    grads = torch.autograd.grad(loss(model(x), y), params, create_graph=graph, allow_unused=True)
-    return [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
+from fedfit.training.probe import Loss, half_difference, mean_gradient, probed_params, sigma2_of, untouched
 
 
 def _rayleigh(model: nn.Module, params: list[nn.Parameter], x: torch.Tensor, y: torch.Tensor,
@@ -45,7 +34,7 @@ def _rayleigh(model: nn.Module, params: list[nn.Parameter], x: torch.Tensor, y: 
     norm = sum(float(torch.sum(v * v)) for v in u)
     if norm <= 0:
         return None
-    grads = _mean_gradient(model, params, x, y, loss, graph=True)
+    grads = mean_gradient(model, params, x, y, loss, graph=True)
     along = sum((torch.sum(g * v) for g, v in zip(grads, u)), torch.zeros(()))
     if not along.requires_grad:  # the gradient does not depend on the weights: no curvature
         return 0.0
@@ -67,20 +56,10 @@ def half_batch_probe(model: nn.Module, x: torch.Tensor, y: torch.Tensor, idx: to
         other: the samples whose mean loss's Hessian is taken (the next batch of the epoch).
         loss: the mean loss of a batch (cross-entropy, as the trainer's).
     """
-    batch, examples = len(idx), len(x)
-    params = [p for p in model.parameters() if p.requires_grad]
-    if batch < 2 or examples < 2 or not params:
+    params = probed_params(model, x, idx)
+    if params is None:
         return None, None
-    half = batch // 2
-    first, second = idx[:half], idx[half:]
-    buffers, rng = [b.clone() for b in model.buffers()], torch.get_rng_state()
-    g_a = _mean_gradient(model, params, x.index_select(0, first), y.index_select(0, first), loss)
-    g_b = _mean_gradient(model, params, x.index_select(0, second), y.index_select(0, second), loss)
-    u = [(a - b).detach() for a, b in zip(g_a, g_b)]
-    curvature = _rayleigh(model, params, x.index_select(0, other), y.index_select(0, other), u, loss)
-    with torch.no_grad():
-        for live, saved in zip(model.buffers(), buffers):
-            live.copy_(saved)
-    torch.set_rng_state(rng)
-    squared = sum(float(torch.sum(v * v)) for v in u)
-    return squared / probe_scale(examples, batch), curvature
+    with untouched(model):
+        u = half_difference(model, params, x, y, idx, loss)
+        curvature = _rayleigh(model, params, x.index_select(0, other), y.index_select(0, other), u, loss)
+    return sigma2_of(u, len(x), len(idx)), curvature

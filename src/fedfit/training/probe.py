@@ -26,14 +26,24 @@ device holding one sample cannot be split: ``None``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 
-def _mean_gradient(model: nn.Module, params: list[nn.Parameter], x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
-    loss = F.cross_entropy(model(x), y, reduction="mean")
-    return list(torch.autograd.grad(loss, params))
+#: Mean loss of a batch from the model's outputs and the labels.
+Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def mean_gradient(model: nn.Module, params: list[nn.Parameter], x: torch.Tensor, y: torch.Tensor,
+                  loss: Loss = F.cross_entropy, graph: bool = False) -> list[torch.Tensor]:
+    """The gradient of ``loss`` over (x, y) for each of ``params`` (zeros for one it does not
+    reach), through ``torch.autograd.grad``: the trainer's own gradients are untouched."""
+    grads = torch.autograd.grad(loss(model(x), y), params, create_graph=graph, allow_unused=True)
+    return [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
 
 
 def probe_scale(examples: int, batch: int) -> float:
@@ -49,21 +59,47 @@ def probe_scale(examples: int, batch: int) -> float:
     return (1 / a + 1 / (batch - a)) * examples / (examples - 1)
 
 
+def probed_params(model: nn.Module, x: torch.Tensor, idx: torch.Tensor) -> list[nn.Parameter] | None:
+    """The parameters a probe differentiates; ``None`` when the batch ``idx`` or the data ``x``
+    cannot be split (one sample) or nothing is trained."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return params if len(idx) >= 2 and len(x) >= 2 and params else None
+
+
+@contextmanager
+def untouched(model: nn.Module) -> Iterator[None]:
+    """Put the model's buffers (batch-norm running statistics) and torch's global RNG back as they
+    were once the block is done, so a probe leaves the task to train exactly as without it."""
+    buffers, rng = [b.clone() for b in model.buffers()], torch.get_rng_state()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for live, saved in zip(model.buffers(), buffers):
+                live.copy_(saved)
+        torch.set_rng_state(rng)
+
+
+def half_difference(model: nn.Module, params: list[nn.Parameter], x: torch.Tensor, y: torch.Tensor,
+                    idx: torch.Tensor, loss: Loss = F.cross_entropy) -> list[torch.Tensor]:
+    """u = g_A − g_B: the mean gradients of the batch ``idx``'s first ⌊b/2⌋ samples and the rest."""
+    first, second = idx[:len(idx) // 2], idx[len(idx) // 2:]
+    g_a = mean_gradient(model, params, x.index_select(0, first), y.index_select(0, first), loss)
+    g_b = mean_gradient(model, params, x.index_select(0, second), y.index_select(0, second), loss)
+    return [(a - b).detach() for a, b in zip(g_a, g_b)]
+
+
+def sigma2_of(u: list[torch.Tensor], examples: int, batch: int) -> float:
+    """σ̂² = ‖u‖² / :func:`probe_scale` (unbiased, see the module docstring)."""
+    return sum(float(torch.sum(v ** 2)) for v in u) / probe_scale(examples, batch)
+
+
 def half_batch_sigma2(model: nn.Module, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor) -> float | None:
     """σ̂² from the batch ``idx`` of the device's data (x, y) at the model's current weights
     (unbiased, see the module docstring); ``None`` when the batch or the data cannot be split."""
-    batch, examples = len(idx), len(x)
-    params = [p for p in model.parameters() if p.requires_grad]
-    if batch < 2 or examples < 2 or not params:
+    params = probed_params(model, x, idx)
+    if params is None:
         return None
-    half = batch // 2
-    first, second = idx[:half], idx[half:]
-    buffers, rng = [b.clone() for b in model.buffers()], torch.get_rng_state()
-    g_a = _mean_gradient(model, params, x.index_select(0, first), y.index_select(0, first))
-    g_b = _mean_gradient(model, params, x.index_select(0, second), y.index_select(0, second))
-    with torch.no_grad():
-        for live, saved in zip(model.buffers(), buffers):
-            live.copy_(saved)
-    torch.set_rng_state(rng)
-    squared = sum(float(torch.sum((a - b) ** 2)) for a, b in zip(g_a, g_b))
-    return squared / probe_scale(examples, batch)
+    with untouched(model):
+        u = half_difference(model, params, x, y, idx)
+    return sigma2_of(u, len(x), len(idx))
