@@ -1,20 +1,16 @@
 """A round's checks read in bulk (``valid_rows``: names, types, dtypes and shapes in C-level
-passes when every update holds a name alike) and its fold stacked a block at a time say and
-give what each update's own check and the one-by-one fold do, on random rounds."""
+passes when every update holds a name alike) say what each update's own check says, on random rounds."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedfit.aggregation import Contribution, average, masked_weighted_average, validate_params
+from fedfit.aggregation import validate_params
 from fedfit.aggregation.validate import valid_rows
 from fedfit.errors import UpdateRejected
 from fedfit.types import Params
-
-from .test_average_batched import assert_same_bits, one_by_one, random_round
 
 _MASTER = {"w": torch.zeros(3, 4), "b": torch.zeros(3), "n": torch.tensor(0)}
 #: Ways an update's tensor can differ from the master's (``None``: the name left out).
@@ -63,26 +59,3 @@ def test_valid_rows_says_what_each_updates_own_check_says(seed: int, count: int,
         updates.insert((i * 7 + seed) % (len(updates) + 1), _update(name, flaw, g))
 
     assert valid_rows(_MASTER, updates) == [_passes(_MASTER, u) for u in updates]
-
-
-@settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31), count=st.integers(0, 400), block=st.sampled_from([1, 700, 5000, 1 << 19]),
-       stack=st.sampled_from([1 << 9, 1 << 12, 1 << 14]))
-def test_a_fold_stacked_a_block_at_a_time_gives_the_loops_bits(seed: int, count: int, block: int,
-                                                               stack: int) -> None:
-    master, contributions = random_round(count, {"w": (10, 6), "b": (10,), "s": ()}, seed=seed)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(average, "BLOCK_ELEMENTS", block)
-        patch.setattr(average, "STACK_ELEMENTS", stack)
-        folded = masked_weighted_average(master, contributions)
-
-    assert_same_bits(folded, one_by_one(master, contributions))
-
-
-def test_a_round_without_masks_folds_to_the_loops_bits_across_blocks() -> None:
-    master, contributions = random_round(900, {"w": (10, 60), "b": (10,)}, seed=4)
-    plain = [Contribution(c.params, c.weight) for c in contributions]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(average, "BLOCK_ELEMENTS", 30_000)  # blocks of 48 updates, chunks of 27
-
-        assert_same_bits(masked_weighted_average(master, plain), one_by_one(master, plain))

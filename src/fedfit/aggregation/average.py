@@ -42,8 +42,6 @@ class Contribution:
 #: Values (float64) a fold stacks at once: a round's small updates go in a few ops, while a large
 #: tensor is added one update at a time, never copied for the whole round.
 STACK_ELEMENTS = 1 << 14
-#: Values a fold stacks in one ``torch.stack`` call (then folded a chunk of :data:`STACK_ELEMENTS` at a time).
-BLOCK_ELEMENTS = 1 << 19
 
 
 def masked_weighted_average(master: Params, contributions: Sequence[Contribution]) -> Params:
@@ -75,30 +73,27 @@ def _weighted_sums(name: str, old: torch.Tensor, held: Sequence[Contribution]) -
     """Σ_i w_i m_i x_i and Σ_i w_i m_i at every coordinate of ``name`` (float64, in order).
 
     A small tensor is folded a chunk of updates at a time (:data:`STACK_ELEMENTS` values), so
-    a round of a thousand small updates costs a few ops; a large one update by update. The
-    values are stacked a block of chunks at a time (:data:`BLOCK_ELEMENTS`), the weights and
-    masks read once for the whole round.
+    a round of a thousand small updates costs a few ops; a large one update by update.
     """
     size = max(1, old.numel())
     rows = STACK_ELEMENTS // size
     if rows < 8:
         return _one_by_one(name, old, held)
     num, den = np.zeros(size), _Denominator(size)
-    weights = np.array([float(c.weight) for c in held])[:, None]
-    masks = [c.masks.get(name) if c.masks else None for c in held]
-    if any(m is not None for m in masks):
-        every = torch.ones_like(old, dtype=torch.bool)
-        weights = weights * torch.stack([every if m is None else m for m in masks]).reshape(len(held), size).numpy()
-    block = rows * max(1, BLOCK_ELEMENTS // (rows * size))
-    for first in range(0, len(held), block):
-        values = _flat(torch.stack([c.params[name] for c in held[first:first + block]]).reshape(-1, size))
-        for start in range(0, len(values), rows):
-            chunk, chunk_weights = values[start:start + rows], weights[first + start:first + start + rows]
-            terms = np.empty((len(chunk) + 1, size))
-            terms[0] = num
-            np.multiply(chunk, chunk_weights, out=terms[1:])
-            num = sequential_sum(terms)
-            den.add(chunk_weights)
+    for start in range(0, len(held), rows):
+        chunk = held[start:start + rows]
+        weights = np.array([float(c.weight) for c in chunk])[:, None]
+        values = _flat(torch.stack([c.params[name] for c in chunk]).reshape(len(chunk), size))
+        masks = [c.masks.get(name) if c.masks else None for c in chunk]
+        if any(m is not None for m in masks):
+            every = torch.ones_like(old, dtype=torch.bool)
+            held_at = torch.stack([every if m is None else m for m in masks]).reshape(len(chunk), size)
+            weights = weights * held_at.numpy()
+        terms = np.empty((len(chunk) + 1, size))
+        terms[0] = num
+        np.multiply(values, weights, out=terms[1:])
+        num = sequential_sum(terms)
+        den.add(weights)
     return torch.from_numpy(num).reshape(old.shape), den.tensor(old.shape)
 
 
