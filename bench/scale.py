@@ -53,6 +53,10 @@ collections per round. The wrappers cost ≈ 2–3 µs a call (two reads of the 
 system call each), ≈ 10 timed calls per invited device: ``timers_ms`` is that cost per round
 (calls × the cost of a timed empty call), inside the parts' figures and the orchestration total;
 compare totals with a run without ``--breakdown``.
+
+``--profile FILE`` (``fleet``) writes a cProfile of rounds 2.. on the process CPU clock, with the
+profiler off inside training and evaluation, for ``pstats``: what the orchestration spends, by
+function (the profiler's own cost inflates Python calls, so read it for where, not how much).
 """
 
 from __future__ import annotations
