@@ -53,11 +53,16 @@ collections per round. The wrappers cost ≈ 2–3 µs a call (two reads of the 
 system call each), ≈ 10 timed calls per invited device: ``timers_ms`` is that cost per round
 (calls × the cost of a timed empty call), inside the parts' figures and the orchestration total;
 compare totals with a run without ``--breakdown``.
+
+``--profile FILE`` (``fleet``) writes a cProfile of rounds 2.. on the process CPU clock, with the
+profiler off inside training and evaluation, for ``pstats``: what the orchestration spends, by
+function (the profiler's own cost inflates Python calls, so read it for where, not how much).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import json
 import os
@@ -212,6 +217,8 @@ class _Parts:
         self._gc_start = 0.0
         self.calls = 0
         self._wrapped: list[tuple[Any, str, Any, bool]] = []  # (owner, attribute, original, own attribute)
+        self.profiler: cProfile.Profile | None = None  # ``--profile``: on while ``profiling``, off in hidden parts
+        self.profiling = False
 
     def wrap(self, owner: Any, attr: str, name: str) -> None:
         """Time ``owner.attr`` (a method, or a function in a module) as part ``name`` (skipped
@@ -244,6 +251,8 @@ class _Parts:
     def enter(self, name: str) -> None:
         self._depth[name] = self._depth.get(name, 0) + 1
         self._hidden_depth += name in self.HIDDEN
+        if self.profiling and name in self.HIDDEN and self._hidden_depth == 1:
+            self.profiler.disable()  # type: ignore[union-attr]
         self.calls += 1
         self._stack.append([name, time.process_time(), 0.0, 0.0])
 
@@ -252,6 +261,8 @@ class _Parts:
         elapsed = time.process_time() - start
         self._depth[name] -= 1
         self._hidden_depth -= name in self.HIDDEN
+        if self.profiling and name in self.HIDDEN and self._hidden_depth == 0:
+            self.profiler.enable()  # type: ignore[union-attr]
         self.own[name] = self.own.get(name, 0.0) + elapsed - children
         if name in self.HIDDEN:
             hidden = elapsed
@@ -357,7 +368,7 @@ class _TimedHandle:
 
 
 def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy",
-                breakdown: bool = False, timing: str = "round") -> dict[str, float]:
+                breakdown: bool = False, timing: str = "round", profile: str | None = None) -> dict[str, float]:
     """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
     from fedfit.config import parse_config
     from fedfit.experiment import build
@@ -386,9 +397,18 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str 
         gc.callbacks.append(parts.on_gc)
     marks: list[tuple[float, dict[str, float], int]] = []
     references = [host_reference.reference_ms()]  # the host's speed, sampled between rounds (the first warms up)
+    parts.profiler = cProfile.Profile(time.process_time) if profile else None
     for outcome in orchestrator.rounds(exp.initial_params):  # type: ignore[union-attr]
+        if parts.profiling:
+            parts.profiler.disable()  # type: ignore[union-attr]
         marks.append((time.process_time(), parts.seconds(), sum(outcome.report.participants_by_tier.values())))
         references.append(host_reference.reference_ms())
+        if parts.profiler is not None:  # rounds 2.., without training and evaluation
+            parts.profiling = True
+            parts.profiler.enable()
+    if parts.profiler is not None:
+        parts.profiler.disable()
+        parts.profiler.dump_stats(str(profile))
     if breakdown:
         gc.callbacks.remove(parts.on_gc)
     (w0, at0, _), (w1, at1, _) = marks[0], marks[-1]
@@ -458,6 +478,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="fleet: rounds run (the first is not measured)")
     parser.add_argument("--timing", choices=("round", "task"), default="round",
                         help="fleet: time training once per batch of tasks (default) or once per task (the older instrument)")
+    parser.add_argument("--profile", metavar="FILE", help="fleet: cProfile (process CPU) of rounds 2.., less training and evaluation, into FILE (pstats)")
     args = parser.parse_args()
     if args.what == "threads":
         for setting in args.threads:
@@ -472,7 +493,8 @@ def main() -> None:
             for k in args.per_round:
                 if k <= n:
                     _print(bench_fleet(n, k, rounds=args.rounds, trace_model=args.trace_model,
-                                       breakdown=args.breakdown, timing=args.timing))
+                                       breakdown=args.breakdown, timing=args.timing,
+                                       profile=args.profile))
         return
     for n in args.devices:
         row = bench_checkpoint(n, not args.no_json) if args.what == "checkpoint" else bench_partition(n)

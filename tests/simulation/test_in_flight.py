@@ -5,14 +5,15 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
 import torch
 
 from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.in_flight import (
-    InFlight, failed_cost, failed_costs, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+    InFlight, failed_cost, failed_costs, in_flight_of, payload_bytes, payload_sizes, pending_of, queued, result_of,
 )
 from fedfit.simulation.workload import TrainTask
-from fedfit.types import Failure, FailureCause, TaskCost, TrainPlan, Update
+from fedfit.types import DeviceState, Failure, FailureCause, Link, TaskCost, Thermal, TrainPlan, Update
 
 COST = TaskCost(1.0, 2.0, 3.0, 4.0, 5, 6, 7, 8.0, 9.0)
 PLAN = TrainPlan(4, 2, 16)
@@ -106,3 +107,47 @@ def test_failed_costs_together_equal_failed_cost_one_by_one() -> None:
                 for c, e, t in zip(costs, endings, now) if e[1] is not None]
     assert failed_costs(costs, endings, now) == expected
     assert failed_costs([], [], []) == []
+
+
+def _one_by_one_queue(plans, tiers, states, costs, params, now_s, endings, submit):  # type: ignore[no-untyped-def]
+    """The fleet's queueing loop before ``queued``: item by item, each success submitted in turn."""
+    lost, items = iter(failed_costs(costs, endings, now_s)), []
+    for plan, tier, state, cost, param, start_s, (finish_s, failure, _) in zip(
+            plans, tiers, states, costs, params, now_s, endings):
+        if failure is None:
+            task = TrainTask(plan, param, start_s)
+            items.append(InFlight(plan, tier, start_s, finish_s, None, cost, state.free_memory_bytes, task, submit(task)))
+        else:
+            items.append(InFlight(plan, tier, start_s, finish_s, failure, next(lost), state.free_memory_bytes, None, None))
+    return items
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_queued_together_equals_the_item_by_item_queue(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 2, 40, 400])
+    plans = [TrainPlan(rng.randrange(1000), rng.randrange(5), 16) for _ in range(n)]
+    tiers = [rng.choice(["watch", "phone"]) for _ in range(n)]
+    states = [DeviceState(free_memory_bytes=rng.randrange(1 << 32), battery_fraction=None, charging=None,
+                          temperature_c=25.0, thermal=Thermal.NOMINAL, link=Link.WIFI, bandwidth_bps=1e6,
+                          online=True) for _ in range(n)]
+    costs = [TaskCost(rng.random(), rng.random(), rng.random(), rng.random(), rng.randrange(1 << 40),
+                      rng.randrange(1 << 30), rng.randrange(1 << 30), rng.random(), rng.random()) for _ in range(n)]
+    params = [{"w": torch.full((2,), float(i))} for i in range(n)]
+    now = [rng.uniform(0, 50) for _ in range(n)]
+    endings = [(t + rng.choice([0.0, rng.uniform(0, 9)]), None if rng.random() < 0.6 else
+                Failure(p.device_id, p.round, rng.choice(list(FailureCause))), rng.random()) for p, t in zip(plans, now)]
+    submitted: list[list[TrainTask]] = [[], []]
+
+    def recorder(k: int):  # type: ignore[no-untyped-def]
+        def submit(task: TrainTask) -> tuple[int, int]:
+            submitted[k].append(task)
+            return (k, len(submitted[k]))  # a handle naming its place in the submission order
+        return submit
+
+    together = queued(plans, tiers, states, costs, params, now, endings, recorder(0))
+    expected = _one_by_one_queue(plans, tiers, states, costs, params, now, endings, recorder(1))
+    assert submitted[0] == submitted[1]
+    assert [type(item) for item in together] == [InFlight] * n
+    assert [item[:-1] for item in together] == [item[:-1] for item in expected]
+    assert [item.handle and item.handle[1] for item in together] == [item.handle and item.handle[1] for item in expected]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import repeat
+from operator import attrgetter, itemgetter, le, methodcaller
 
 import torch
 
@@ -86,21 +88,44 @@ def valid_rows(master: Params, updates: Sequence[Params]) -> list[bool]:
     [True, False, False, True]
     """
     names = master.keys()
-    known = [params.keys() <= names for params in updates]
+    known = list(map(le, map(methodcaller("keys"), updates), repeat(names)))  # params.keys() <= names
     for name, ref in master.items():
-        rows = [i for i, params in enumerate(updates) if name in params]
-        dtype, shape = ref.dtype, ref.shape
-        good = []
-        for i in rows:
-            value = updates[i][name]
-            if isinstance(value, torch.Tensor) and value.dtype == dtype and value.shape == shape:
-                good.append(i)
-            else:
-                known[i] = False
+        good, values = _matching(name, ref, updates, known)
         if good and ref.is_floating_point() and ref.numel():
-            for i, finite in zip(good, _finite_stacked([updates[i][name] for i in good]), strict=True):
-                known[i] = known[i] and finite
+            finite = _finite_stacked(values)
+            if all(finite):
+                continue
+            for i, ok in zip(good, finite, strict=True):
+                known[i] = known[i] and ok
     return known
+
+
+def _matching(name: str, ref: torch.Tensor, updates: Sequence[Params],
+              known: list[bool]) -> tuple[list[int], list[torch.Tensor]]:
+    """The rows of ``updates`` holding ``name`` as a tensor of ``ref``'s dtype and shape, and
+    those tensors; the other rows holding it are marked not ``known``. When every update holds it
+    as a plain tensor of one dtype and shape (a round of one model), that is read in C-level passes."""
+    try:
+        values = list(map(itemgetter(name), updates))
+    except KeyError:
+        values = []
+    if values and set(map(type, values)) == {torch.Tensor} and set(map(_DTYPE, values)) == {ref.dtype} \
+            and set(map(_SHAPE, values)) == {ref.shape}:
+        return list(range(len(updates))), values
+    good = []
+    dtype, shape = ref.dtype, ref.shape
+    for i, params in enumerate(updates):
+        if name not in params:
+            continue
+        value = params[name]
+        if isinstance(value, torch.Tensor) and value.dtype == dtype and value.shape == shape:
+            good.append(i)
+        else:
+            known[i] = False
+    return good, [updates[i][name] for i in good]
+
+
+_DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 
 def _finite_stacked(values: list[torch.Tensor]) -> list[bool]:

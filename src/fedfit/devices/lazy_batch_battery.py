@@ -118,55 +118,110 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
     """``lazy_battery.battery_at`` of every device: its sessions (:func:`sessions`) played
     forward together, one session a pass. A user's reaction to a low battery (a top-up session
     inserted mid-play) is held as each device's one extra session; a device that would need a
-    second one while the first still waits is played by ``battery_at`` itself."""
-    n, nightly = len(ids), rows.energy == "nightly"
+    second one while the first still waits is played by ``battery_at`` itself.
+
+    Most devices live through a few sessions and a few through many, so once at most half the
+    rows still play they are packed (:class:`_Play`): every operation is elementwise, so a row's
+    values are the same whichever rows share its arrays."""
     starts, ends = planned
     lo, hi = p.start_battery
-    level, now = lo + (hi - lo) * anchors, (_floor(t / DAY_S) - 1) * DAY_S
-    drain, gain = rows.drain, rows.gain
-    found, charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
-    active, armed, scalar = np.ones(n, dtype=np.bool_), np.full(n, nightly), np.zeros(n, dtype=np.bool_)
-    at, width = np.zeros(n, dtype=np.int64), starts.shape[1]
-    first, last = np.arange(n) * width, width - 1  # a row's flat index, and its last column
+    play = _Play(p, rows, ids, t, lo + (hi - lo) * anchors, starts.shape[1])
     listed_starts, listed_ends = np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(ends).ravel()
-    extra, extra_start, extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
-        while active.any():
-            listed = first + np.minimum(at, last)  # a finished device may point past its last
-            start, end = listed_starts[listed], listed_ends[listed]
-            take_extra = extra.copy()
-            if extra.any():  # the pending sessions' first, as sorted tuples
-                take_extra &= (extra_start < start) | ((extra_start == start) & (extra_end < end))
-                start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
-            start, end = np.maximum(start, now), np.maximum(end, now)
-            if nightly and rows.draining:
-                low_at = now + np.maximum(0.0, level - p.low_battery) / drain
-                hit = active & armed & (low_at < np.minimum(start, t))
-                scalar |= hit & extra  # a second reaction while one waits (or is the session popped)
-                active &= ~(hit & scalar)
-                react = np.flatnonzero(hit & active)  # the session popped stays pending
-                if len(react):
-                    extra[react] = True
-                    extra_start[react], extra_end[react] = _reactions(p, seed, ids[react], low_at[react])
-                armed &= ~hit
-                moving = active & ~hit
-            else:
-                moving = active
-            at += moving & ~take_extra
-            extra &= ~(moving & take_extra)
-            before = moving & (t < start)
-            found = np.where(before, np.maximum(0.0, level - drain * (t - now)), found)
-            drained = np.maximum(0.0, level - drain * (start - now))
-            within = moving & ~before & (t < end)
-            charged = _charged(drained, np.where(within, t, end) - start, gain, p)  # to t, or to the session's end
-            found, charging = np.where(within, charged, found), charging | within
-            active &= ~(before | within)
-            ended = moving & active
-            level, now, armed = np.where(ended, charged, level), np.where(ended, end, now), np.where(ended, nightly, armed)
+        while (live := int(np.count_nonzero(play.active))) > 0:
+            if live <= len(play.active) // 2 and len(play.active) >= PACK_FROM:
+                play.pack()
+            play.step(p, seed, listed_starts, listed_ends)
+    found, charging, scalar = play.results()
     for i in np.flatnonzero(scalar).tolist():
         found[i], charging[i] = battery_at((seed, int(ids[i]), _BATTERY), float(t[i]), p, rows.behaviour(i),
                                            _planned(starts, ends, i), float(anchors[i]))
     return found, charging
+
+
+#: Rows from which a play packs its still-playing rows (below, a pass costs its calls, not its rows).
+PACK_FROM = 64
+
+
+class _Play:
+    """The state of :func:`batteries`' play, a row per device still in it (``rows``: their
+    indices among the devices), and what it found for the devices no longer in it."""
+
+    def __init__(self, p: TraceParams, rows: Rows, ids: IntArray, t: FloatArray, level: FloatArray,
+                 width: int) -> None:
+        n = len(ids)
+        self.nightly, self.draining = rows.energy == "nightly", rows.draining
+        self.rows: IntArray | None = None  # every device, in order
+        self.found, self.charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
+        self.scalar = np.zeros(n, dtype=np.bool_)
+        self.out = (np.zeros(n), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
+        self.ids, self.t, self.level, self.now = ids, t, level, (_floor(t / DAY_S) - 1) * DAY_S
+        self.drain, self.gain = rows.drain, rows.gain
+        self.active, self.armed = np.ones(n, dtype=np.bool_), np.full(n, self.nightly)
+        self.at, self.first, self.last = np.zeros(n, dtype=np.int64), np.arange(n) * width, width - 1
+        self.extra, self.extra_start, self.extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
+
+    _PACKED = ("found", "charging", "scalar", "ids", "t", "level", "now", "drain", "gain", "active", "armed", "at",
+               "first", "extra", "extra_start", "extra_end")
+
+    def _keep(self) -> None:
+        """Write what the rows found so far to the devices' results."""
+        for out, value in zip(self.out, (self.found, self.charging, self.scalar)):
+            if self.rows is None:
+                out[:] = value
+            else:
+                out[self.rows] = value
+
+    def pack(self) -> None:
+        """Keep only the rows still playing."""
+        self._keep()
+        keep = np.flatnonzero(self.active)
+        self.rows = keep if self.rows is None else self.rows[keep]
+        for name in self._PACKED:
+            setattr(self, name, getattr(self, name)[keep])
+
+    def results(self) -> tuple[FloatArray, BoolArray, BoolArray]:
+        """Each device's (level, charging, whether ``battery_at`` must play it)."""
+        self._keep()
+        return self.out
+
+    def step(self, p: TraceParams, seed: int, listed_starts: FloatArray, listed_ends: FloatArray) -> None:
+        """One pass: every playing row takes its next session (or its pending reaction)."""
+        active, armed, extra, now, level, t = self.active, self.armed, self.extra, self.now, self.level, self.t
+        listed = self.first + np.minimum(self.at, self.last)  # a finished device may point past its last
+        start, end = listed_starts[listed], listed_ends[listed]
+        take_extra = extra.copy()
+        if extra.any():  # the pending sessions' first, as sorted tuples
+            extra_start, extra_end = self.extra_start, self.extra_end
+            take_extra &= (extra_start < start) | ((extra_start == start) & (extra_end < end))
+            start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
+        start, end = np.maximum(start, now), np.maximum(end, now)
+        if self.nightly and self.draining:
+            low_at = now + np.maximum(0.0, level - p.low_battery) / self.drain
+            hit = active & armed & (low_at < np.minimum(start, t))
+            self.scalar |= hit & extra  # a second reaction while one waits (or is the session popped)
+            active &= ~(hit & self.scalar)
+            react = np.flatnonzero(hit & active)  # the session popped stays pending
+            if len(react):
+                extra[react] = True
+                self.extra_start[react], self.extra_end[react] = _reactions(p, seed, self.ids[react], low_at[react])
+            armed &= ~hit
+            moving = active & ~hit
+        else:
+            moving = active
+        self.at += moving & ~take_extra
+        extra &= ~(moving & take_extra)
+        drain, gain = self.drain, self.gain
+        before = moving & (t < start)
+        found = np.where(before, np.maximum(0.0, level - drain * (t - now)), self.found)
+        drained = np.maximum(0.0, level - drain * (start - now))
+        within = moving & ~before & (t < end)
+        charged = _charged(drained, np.where(within, t, end) - start, gain, p)  # to t, or to the session's end
+        self.found, self.charging = np.where(within, charged, found), self.charging | within
+        active &= ~(before | within)
+        ended = moving & active
+        self.level, self.now = np.where(ended, charged, level), np.where(ended, end, now)
+        self.armed = np.where(ended, self.nightly, armed)
 
 
 def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:

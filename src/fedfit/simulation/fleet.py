@@ -34,11 +34,10 @@ from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.endings import adapted_ending, dispatch_ending, dispatch_endings
 from fedfit.simulation.in_flight import FleetState as FleetState, PendingTask as PendingTask  # re-exported
 from fedfit.simulation.in_flight import (
-    InFlight, pop_due_results, failed_costs, in_flight_of, payload_bytes, payload_sizes, pending_of, result_of,
+    InFlight, pop_due_results, in_flight_of, payload_bytes, payload_sizes, pending_of, queued, result_of,
 )
 from fedfit.simulation.online_checks import Dispatched, Ending, after_check, offline_during_many
 from fedfit.simulation.executors import Executor
-from fedfit.simulation.workload import TrainTask
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskCost, TaskResult, TrainPlan
 
 
@@ -199,21 +198,12 @@ class SimulatedFleet:
                                                           for i, end in zip(looks, ends)])
         for i, at, end in zip(looks, offline, ends):  # after_check's ending, that of a device that stayed online inline
             endings[i] = (end, None, costs[i].energy_j) if at is None else after_check(plans[i], costs[i], now_s[i], at)
-        consumed, submit = self._consumed_j, self._executor.submit
+        consumed = self._consumed_j
         self._seen = {}  # energy is spent below
         decided = cast(list[Ending], endings)  # every ending is known now
-        spent_costs = iter(failed_costs(costs, decided, now_s))  # what each failed task actually spent and sent
-        items: list[InFlight] = []
-        for plan, profile, state, cost, param, start_s, (finish_s, failure, spent_j) in zip(
-                plans, profiles, states, costs, params, now_s, decided):
+        for plan, (_, _, spent_j) in zip(plans, decided):
             consumed[plan.device_id] += spent_j
-            if failure is None:
-                task = TrainTask(plan, param, start_s)
-                items.append(InFlight(plan, profile.tier, start_s, finish_s, None, cost, state.free_memory_bytes, task,
-                                      submit(task)))
-            else:
-                items.append(InFlight(plan, profile.tier, start_s, finish_s, failure, next(spent_costs),
-                                      state.free_memory_bytes, None, None))
+        items = queued(plans, [p.tier for p in profiles], states, costs, params, now_s, decided, self._executor.submit)
         self._busy.update([plan.device_id for plan in plans])
         self._queue.push_many([item.finish_s for item in items], items)
 

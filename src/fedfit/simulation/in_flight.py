@@ -19,6 +19,8 @@ True
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -27,7 +29,7 @@ from fedfit.simulation.clock import EventQueue
 from fedfit.simulation.executors import Handle
 from fedfit.simulation.online_checks import Ending
 from fedfit.simulation.workload import TrainTask
-from fedfit.types import Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update
+from fedfit.types import DeviceState, Failure, FailureCause, Params, TaskCost, TaskResult, TrainPlan, Update
 
 #: The outcome a checkpoint holds for a success still training (its update is not known yet).
 PLACEHOLDER_DETAIL = "pending"
@@ -129,6 +131,29 @@ def in_flight_of(pending: PendingTask, handle: Handle | None) -> InFlight:
     failure = None if pending.task is not None else r.outcome
     assert failure is None or isinstance(failure, Failure), "a pending failure holds its Failure"
     return InFlight(r.plan, r.tier, r.start_s, r.finish_s, failure, r.cost, r.free_memory_bytes, pending.task, handle)
+
+
+def queued(plans: list[TrainPlan], tiers: list[str], states: list[DeviceState], costs: list[TaskCost],
+           params: list[Params], now_s: list[float], endings: list[Ending],
+           submit: Callable[[TrainTask], Handle]) -> list[InFlight]:
+    """The queue's items of tasks whose endings are decided, in dispatch order: a success's task
+    submitted for training (in order), a failure with what it spent and sent
+    (:func:`failed_costs`); the tasks and items built field by field (:mod:`fedfit.bulk`, and the
+    named tuple's own ``tuple.__new__``: a round queues ≈ 1,000)."""
+    n = len(plans)
+    ok = [failure is None for _, failure, _ in endings]
+    good = list(compress(range(n), ok))
+    tasks = build_many(TrainTask, len(good), {"plan": [plans[i] for i in good], "params": [params[i] for i in good],
+                                              "at_s": [now_s[i] for i in good]})
+    task_of: list[TrainTask | None] = [None] * n
+    handle_of: list[Handle | None] = [None] * n
+    for i, task, handle in zip(good, tasks, map(submit, tasks)):
+        task_of[i], handle_of[i] = task, handle
+    lost = iter(failed_costs(costs, endings, now_s))
+    spent = [cost if success else next(lost) for cost, success in zip(costs, ok)]
+    finish_s, failure, _ = zip(*endings) if endings else ((), (), ())
+    return list(map(tuple.__new__, repeat(InFlight), zip(
+        plans, tiers, now_s, finish_s, failure, spent, map(attrgetter("free_memory_bytes"), states), task_of, handle_of)))
 
 
 def failed_cost(cost: TaskCost, spent_j: float, sent_down: int) -> TaskCost:

@@ -40,7 +40,7 @@ class WorkloadRecipe:
         return Workload(self, self.data if self.data is not None else build_federated_data(**dict(self.data_kwargs)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TrainTask:
     """One task for an executor: a plan, the parameters it starts from, and the virtual time
     it was dispatched (a streaming device trains on what its buffer holds then)."""
