@@ -178,3 +178,15 @@ def test_the_next_rounds_sub_models_are_sent_after_the_last_rounds_fold_ended() 
         assert ended.is_set()
     finally:
         stats_fold.folded = real  # type: ignore[assignment]
+
+
+def test_a_batch_of_counts_alone_is_added_at_once_without_a_thread() -> None:
+    fold = StatsFold(ChannelStats.empty(GROUPS), GROUPS)
+    threads = threading.active_count()
+    fold.add(Fold(count=3))
+    fold.add(Fold(count=2))
+
+    fold.flush()
+
+    assert fold._running is None and threading.active_count() == threads
+    assert _same(fold.value, ChannelStats(ChannelStats.empty(GROUPS).scores, 5))

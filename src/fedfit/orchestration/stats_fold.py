@@ -74,11 +74,12 @@ class StatsFold:
 
     def flush(self, inline: bool = False) -> None:
         """Start folding what is queued: on a thread after the batches before it, or at once
-        (``inline``, or made without ``background``: after the thread's batches, in the caller)."""
+        (``inline``, made without ``background``, or only counts to add: after the thread's
+        batches, in the caller)."""
         if not self._queued:
             return
         folds, self._queued = tuple(self._queued), []
-        if inline or not self._background:
+        if inline or not self._background or all(f.before is None for f in folds):  # counts alone: no thread
             self._stats = folded(self.value, self._groups, folds)
             return
         self._running = started(_after, self._running, self._stats, self._groups, folds)
