@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from fedfit.cost.lazy_stages import LazyStages
+from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost, measure
 from fedfit.cost.stages import StageCost, measure_stages
 from fedfit.cost.techniques import plan_peak_bytes
-from fedfit.cost.memory import MemoryModel
 from fedfit.models import ModelSpec
 from fedfit.types import Techniques, TrainPlan
 
