@@ -10,12 +10,14 @@ hooks for saved activations, the tensor allocator for a whole training step's pe
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from fedfit.cost.allocator import step_peak_bytes
 from fedfit.cost.flops import flop_counter
+from fedfit.cost.lazy_stages import LazyStages
 from fedfit.cost.stages import StageCost, measure_stages
 from fedfit.errors import ConfigError
 from fedfit.models.custom import check_stages, probe_inputs
@@ -46,7 +48,8 @@ class ModelCost:
             buffers in flight (and the gathered input batch), less the saved activations
             autograd has already freed when the peak occurs; negative when those outweigh the
             buffers (a 2-layer MLP's peak comes after its first layers' inputs are freed).
-        stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured.
+        stages: per-stage costs (:mod:`fedfit.cost.stages`); empty when not measured; a zoo
+            model's are measured when first read (:class:`~fedfit.cost.lazy_stages.LazyStages`).
         largest_param_bytes: bytes of the largest parameter tensor (what an optimiser step's
             temporaries copy at most at once).
         param_tensors: (elements, dimensions) of each parameter tensor: what partial training's
@@ -68,7 +71,7 @@ class ModelCost:
     activation_bytes_per_sample: float
     activation_fixed_bytes: float
     backward_transient_bytes_per_sample: float = 0.0
-    stages: tuple[StageCost, ...] = ()
+    stages: Sequence[StageCost] = ()
     largest_param_bytes: int = 0
     memory_error: float = 0.0
     param_tensors: tuple[tuple[int, int], ...] = ()
@@ -154,12 +157,14 @@ def _held_out_error(model: nn.Module, spec: ModelSpec, fixed: float, per_sample:
     return max(0.0, *errors)
 
 
-def _stage_costs(model: nn.Module, spec: ModelSpec) -> tuple[StageCost, ...]:
-    """Per-stage costs; none for a user module whose stages do not reproduce its forward (the
-    techniques that need stages refuse such a module with a one-line error when configured)."""
-    if spec.factory is not None:
-        try:
-            check_stages(model, spec.input_shape, spec.name)
-        except ConfigError:
-            return ()
+def _stage_costs(model: nn.Module, spec: ModelSpec) -> Sequence[StageCost]:
+    """Per-stage costs (a zoo model's when first read); none for a user module whose stages do
+    not reproduce its forward (the techniques that need stages refuse such a module with a
+    one-line error when configured)."""
+    if spec.factory is None:
+        return LazyStages(functools.partial(measure_stages, model, spec.input_shape))
+    try:
+        check_stages(model, spec.input_shape, spec.name)
+    except ConfigError:
+        return ()
     return measure_stages(model, spec.input_shape)

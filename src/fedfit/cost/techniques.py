@@ -48,7 +48,7 @@ output bytes per sample, ``F_i`` / ``G_i`` forward / backward FLOPs per sample o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fedfit.cost.masked import largest_param_bytes, masked_peak
 from fedfit.cost.memory import MemoryModel, step_activation_bytes
@@ -57,7 +57,7 @@ from fedfit.cost.stages import BYTES_PER_FLOAT, LARGE_MICRO_BATCH, StageCost, ph
 from fedfit.types import Techniques, TrainPlan
 
 
-def trained_stages(t: Techniques, stages: tuple[StageCost, ...]) -> tuple[int, ...]:
+def trained_stages(t: Techniques, stages: Sequence[StageCost]) -> tuple[int, ...]:
     """Stages that get gradients (worst case, by parameter size, for importance selection)."""
     n = len(stages)
     if t.train_stages is not None:
@@ -68,17 +68,17 @@ def trained_stages(t: Techniques, stages: tuple[StageCost, ...]) -> tuple[int, .
     return tuple(range(n))
 
 
-def first_trained_stage(t: Techniques, stages: tuple[StageCost, ...]) -> int:
+def first_trained_stage(t: Techniques, stages: Sequence[StageCost]) -> int:
     """First stage whose activations are kept (0 when importance may pick any stage)."""
     return 0 if t.importance_k is not None else min(trained_stages(t, stages), default=len(stages))
 
 
-def aux_head_params(stages: tuple[StageCost, ...], k: int) -> int:
+def aux_head_params(stages: Sequence[StageCost], k: int) -> int:
     classes = int(stages[-1].output_bytes // BYTES_PER_FLOAT)
     return 0 if k == len(stages) - 1 else int(stages[k].output_bytes // BYTES_PER_FLOAT) * classes + classes
 
 
-def _frozen_forward(stages: tuple[StageCost, ...], micro_batch: int) -> float:
+def _frozen_forward(stages: Sequence[StageCost], micro_batch: int) -> float:
     """Peak of running frozen ``stages`` forward (nothing saved, transients only: each stage's
     input and what it allocates, beside the gathered micro-batch the trainer still holds); none
     at micro-batch 0 (the optimiser step's phase)."""

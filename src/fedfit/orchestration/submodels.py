@@ -23,9 +23,10 @@ from fedfit.aggregation import Contribution, validate_masks, validate_params
 from fedfit.aggregation.validate import finite_rows, valid_rows
 from fedfit.errors import UpdateRejected
 from fedfit.models import ModelSpec
-from fedfit.models.channel_stats import ChannelStats, accumulate
+from fedfit.models.channel_stats import ChannelStats
 from fedfit.models.coordinates import CoordinateMap, WidthGroup, width_groups
 from fedfit.models.indices import choose_map, width_counts
+from fedfit.orchestration.stats_fold import Fold, StatsFold
 from fedfit.types import Params, TrainPlan, Update
 
 #: Per-parameter boolean masks of the master coordinates an update holds.
@@ -57,12 +58,15 @@ class SubModelExchange:
             :class:`~fedfit.errors.PlanError` for a width the model cannot take.
         indices: ``prefix``, ``random`` or ``importance``.
         seed: fixes ``random`` draws (with device and round).
+        background_stats: a round's channel statistics (:meth:`incoming_many`) are folded on a
+            thread beside the rest of the round (:class:`~fedfit.orchestration.stats_fold.StatsFold`,
+            the same bits); ``False``: in line.
     """
 
     def __init__(self, groups: tuple[WidthGroup, ...], counts: Callable[[float], dict[str, int]],
-                 indices: str = "prefix", seed: int = 0) -> None:
+                 indices: str = "prefix", seed: int = 0, background_stats: bool = True) -> None:
         self.groups, self.indices, self.seed = groups, indices, seed
-        self.stats = ChannelStats.empty(self.groups)
+        self._stats = StatsFold(ChannelStats.empty(self.groups), self.groups, background_stats)
         self._count, self._counts = counts, dict[float, dict[str, int]]()
         self._whole = CoordinateMap(self.groups, {})  # the map of every full-width plan
         self._full_widths: dict[float, bool] = {}
@@ -73,6 +77,15 @@ class SubModelExchange:
     def for_spec(cls, spec: ModelSpec, indices: str = "prefix", seed: int = 0) -> SubModelExchange:
         """The exchange of a zoo model."""
         return cls(width_groups(spec.build()), functools.partial(width_counts, spec), indices, seed)
+
+    @property
+    def stats(self) -> ChannelStats:
+        """Channel statistics of every update accepted so far (waits for a round's fold)."""
+        return self._stats.value
+
+    @stats.setter
+    def stats(self, stats: ChannelStats) -> None:
+        self._stats.value = stats
 
     def counts(self, width: float) -> dict[str, int]:
         """Units per width group of the sub-model at ``width`` (cached)."""
@@ -97,6 +110,7 @@ class SubModelExchange:
 
     def outgoing(self, plan: TrainPlan, master: Params) -> Params:
         """The sub-model parameters to send with ``plan`` (remembered until its update returns)."""
+        self._stats.wait()  # the last round's fold ends before any task of the next is sent
         cmap = self.map_for(plan)
         for r in self._rounds.pop(plan.device_id, []):  # one task per device in flight
             self._pending.pop((plan.device_id, r), None)
@@ -108,6 +122,8 @@ class SubModelExchange:
         """:meth:`outgoing` of each plan in order; the full-width plans (no indices to choose)
         share one copy of ``master`` (the same tensors each copy holds: nothing writes a task's
         parameters), remembered as :meth:`outgoing` remembers them."""
+        self._stats.wait()  # the last round's fold ends before any task of the next is sent (no
+        # thread of it runs while tasks train, or while a pool forks its workers)
         whole, pending, rounds = self._whole, self._pending, self._rounds
         shared = dict(master) if not whole.kept else None
         out: list[Params] = []
@@ -139,7 +155,9 @@ class SubModelExchange:
         Raises:
             UpdateRejected: names, shapes, dtypes or values that do not match the sub-model sent.
         """
-        return self._receive(update, self._take(update), master, weight, known_finite, known_valid)
+        received = self._receive(update, self._take(update), master, weight, known_finite, known_valid)
+        self._stats.flush(inline=True)  # one update (asynchronous rounds): no thread for it
+        return received
 
     def _take(self, update: Update) -> CoordinateMap | None:
         """The coordinate map of the sub-model sent for ``update``'s task, forgotten (``None``: none kept)."""
@@ -158,7 +176,7 @@ class SubModelExchange:
         held = {name: master[name] for name in update.params}  # frozen layers are not held
         full = cmap.scatter(update.params, held)
         if weight > 0:
-            self.stats = accumulate(self.stats, self.groups, master, full, cmap, weight)
+            self._stats.add(Fold(master, full, cmap, weight))
         return full, _held_masks(cmap, held, update.masks)
 
     def incoming_many(self, updates: Sequence[Update], master: Params, weights: Sequence[float]) -> list[Received]:
@@ -180,7 +198,8 @@ class SubModelExchange:
             except UpdateRejected as rejected:
                 out.append(rejected)
         if counted:  # what _incoming_whole counts, once
-            self.stats = ChannelStats(dict(self.stats.scores), self.stats.updates + counted)
+            self._stats.add(Fold(count=counted))
+        self._stats.flush()  # folded beside the rest of the round
         return out
 
     def _incoming_whole(self, update: Update, master: Params, weight: float,
@@ -192,9 +211,9 @@ class SubModelExchange:
         validate_masks(update.params, update.masks)
         full = dict(update.params)
         if weight > 0 and self.groups:
-            self.stats = accumulate(self.stats, self.groups, master, full, self._whole, weight)
+            self._stats.add(Fold(master, full, self._whole, weight))
         elif weight > 0:  # no width groups: no scores, only the count (what accumulate returns)
-            self.stats = ChannelStats(dict(self.stats.scores), self.stats.updates + 1)
+            self._stats.add(Fold(count=1))
         return full, dict(update.masks) if update.masks else None
 
     def state(self) -> ExchangeState:

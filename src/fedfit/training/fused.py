@@ -19,6 +19,8 @@ path; anything else (techniques, local DP, custom models) keeps autograd.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -59,11 +61,14 @@ def fused_step(model: nn.Module) -> MicroStep | None:
     if found is None or _hooked(model) or not model.training:
         return None
     layers, rate = found
+    # each layer's parameters, looked up once per task rather than through ``Module.__getattr__``
+    # twice a layer each way every step (the same tensors: loading a state and stepping write them in place)
+    params = [(layer.weight, layer.bias) for layer in layers]
     seeds: dict[tuple[int, torch.dtype], torch.Tensor] = {}  # the loss's gradient seed per n: 1 / n, never written to
 
     def step(xs: torch.Tensor, ys: torch.Tensor, n: int) -> torch.Tensor:
         with torch.no_grad():
-            inputs, relus = _forward(layers, rate, xs.flatten(1))
+            inputs, relus = _forward(params, rate, xs.flatten(1))
             logp = torch.log_softmax(relus.pop(), 1)
             total, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, _SUM, _IGNORE)
             loss = total / n
@@ -74,37 +79,42 @@ def fused_step(model: nn.Module) -> MicroStep | None:
             grad = torch.ops.aten.nll_loss_backward(seed, logp, ys, None, _SUM, _IGNORE, weight)
             held = [torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)]
             del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
-            _backward(layers, rate, inputs, relus, held)
+            _backward(params, rate, inputs, relus, held)
         return loss
 
     return step
 
 
-def _forward(layers: list[nn.Linear], rate: float, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+#: Each linear layer's (weight, bias).
+Linears = Sequence[tuple[torch.Tensor, torch.Tensor]]
+
+
+def _forward(layers: Linears, rate: float, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Each layer's input, and each hidden layer's ReLU output then the logits (last)."""
     inputs, outputs = [], []
-    for i, layer in enumerate(layers):
+    last = len(layers) - 1
+    for i, (weight, bias) in enumerate(layers):
         inputs.append(x)
-        x = F.linear(x, layer.weight, layer.bias)
-        if i < len(layers) - 1:
+        x = F.linear(x, weight, bias)
+        if i < last:
             x = torch.relu(x / rate if rate != 1.0 else x)
         outputs.append(x)
     return inputs, outputs
 
 
-def _backward(layers: list[nn.Linear], rate: float, inputs: list[torch.Tensor], relus: list[torch.Tensor],
+def _backward(layers: Linears, rate: float, inputs: list[torch.Tensor], relus: list[torch.Tensor],
               held: list[torch.Tensor]) -> None:
     """Accumulate every layer's weight and bias gradient, last layer first, as the engine does,
     from the logits' gradient (``held``, taken out so that no caller keeps it alive): each layer's
     input and ReLU output are dropped once used, as the engine releases saved tensors."""
     grad = held.pop()
     for i in range(len(layers) - 1, -1, -1):
-        layer, x = layers[i], inputs.pop()
-        _accumulate(layer.weight, grad.t().mm(x))
-        _accumulate(layer.bias, grad.sum(0))
+        (weight, bias), x = layers[i], inputs.pop()
+        _accumulate(weight, grad.t().mm(x))
+        _accumulate(bias, grad.sum(0))
         if i == 0:
             return
-        grad = torch.ops.aten.threshold_backward(grad.mm(layer.weight), relus.pop(), 0)
+        grad = torch.ops.aten.threshold_backward(grad.mm(weight), relus.pop(), 0)
         del x
         if rate != 1.0:
             grad = grad / rate
