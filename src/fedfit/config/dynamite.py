@@ -83,7 +83,8 @@ class DynamiteConfig(Section):
     (``mode: heterogeneous``): each device off the plan's critical path takes the largest batch
     whose round still fits that path and with which the bound is not worse
     (:mod:`fedfit.policy.dynamite.slack`): ``within_cap`` within the energy cap's joules,
-    ``time_share`` its whole slack, ``off`` (the default) not at all."""
+    ``time_share`` its whole slack, ``off`` not at all; ``within_cap`` by default (measured
+    closer to the offline optimum, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -105,7 +106,7 @@ class DynamiteConfig(Section):
     last_round: bool = False
     curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
     sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
-    slack_fill: Literal["off", "within_cap", "time_share"] = "off"
+    slack_fill: Literal["off", "within_cap", "time_share"] = "within_cap"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:
