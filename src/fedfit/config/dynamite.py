@@ -79,7 +79,12 @@ class DynamiteConfig(Section):
     bench, see the README). ``curvature_estimate`` (``noise_model: curvature``): β_σ is the
     probes' moving average with ``holding`` (``smoothed``) or the latest round's pooled probe
     alone (``latest``: the curvature rises along training, so older probes bias it low);
-    ``sigma_estimate`` likewise for σ² read from ``sigma_probe``'s probes."""
+    ``sigma_estimate`` likewise for σ² read from ``sigma_probe``'s probes. ``slack_fill``
+    (``mode: heterogeneous``): each device off the plan's critical path takes the largest batch
+    whose round still fits that path and with which the bound is not worse
+    (:mod:`fedfit.policy.dynamite.slack`): ``within_cap`` within the energy cap's joules,
+    ``time_share`` its whole slack, ``off`` not at all; ``within_cap`` by default (measured
+    closer to the offline optimum, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -101,6 +106,7 @@ class DynamiteConfig(Section):
     last_round: bool = False
     curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
     sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
+    slack_fill: Literal["off", "within_cap", "time_share"] = "within_cap"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -31,9 +31,8 @@ from fedfit.policy.dynamite.curvature import contraction
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.last_round import last_round_budget
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
-from fedfit.policy.dynamite.search import (
-    Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
-)
+from fedfit.policy.dynamite.search import Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous
+from fedfit.policy.dynamite.slack import SlackFill, slack_filled
 from fedfit.policy.dynamite.turnover import turnover_variance
 from fedfit.policy.planning import Planner
 from fedfit.policy.width import nominal_state
@@ -75,6 +74,7 @@ class DynamiteSettings:
             a probe reports). A stream's term is ``streaming``'s.
         last_round: K counts whole rounds in the last round the budget buys (:mod:`.last_round`).
         curvature_latest, sigma_latest: β_σ / a probed σ² is the latest round's pooled probe alone.
+        slack_fill: devices off the heterogeneous plan's critical path fill their slack (:mod:`.slack`).
     """
 
     solver: Solver = "heterogeneous"
@@ -95,6 +95,7 @@ class DynamiteSettings:
     last_round: bool = False
     curvature_latest: bool = False
     sigma_latest: bool = False
+    slack_fill: SlackFill = "off"
 
 
 def flatten(params: Params) -> torch.Tensor:
@@ -130,8 +131,7 @@ class DynamitePlanner:
                  cap_of: Callable[[DeviceProfile, DeviceState], int] | None = None,
                  held: Callable[[int, float], Sequence[int]] | None = None) -> None:
         self.base, self.settings, self.registry = base, settings, registry
-        self.costs, self.memory, self.data_sizes, self.cap_of = costs, memory, data_sizes, cap_of
-        self.lr, self.held = lr, held
+        self.costs, self.memory, self.data_sizes, self.cap_of, self.lr, self.held = costs, memory, data_sizes, cap_of, lr, held
         self._last_held: dict[int, Sequence[int]] = {}  # device → the samples its last observed task held
         self._model = costs(1.0)  # measured once: the master's cost does not change
         self.estimator = EstimatorState()
@@ -185,6 +185,7 @@ class DynamitePlanner:
         if s.solver == "heterogeneous":
             found = assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
                                          energy_cap=s.energy_cap == "homogeneous")
+            found = slack_filled(found, s.slack_fill, devices, shares, est, self.lr, budget, energy_cap=s.energy_cap == "homogeneous")
         others = [min(common, d.batch_cap) for d in every]
         return dataclasses.replace(found, batches=widen(live, found.batches, len(ids), others))
 
