@@ -1,14 +1,13 @@
 """What DYNAMITE's two probes cost on this host's CPU, against what the cost model charges them.
 
 For the zoo's logistic regression, MLP and CNN at a few batch sizes, on one thread (process CPU
-time, median of ``--repeats`` timings of ``--calls`` calls each):
+time; each repeat times every quantity once, ``--calls`` calls each, interleaved so the host's
+load moves them together; the medians of the per-repeat ratios):
 
 * ``step``: one plain training step of the trainer (``train()`` over τ = 50 steps, divided by 50;
   the zoo's logreg and MLP take the fused step, :mod:`fedfit.training.fused`);
-* ``fb(m)``: one autograd forward and backward of m samples (``torch.autograd.grad``, what the
-  probes call), at m = 1 and 32, giving this host's per-call line ``fb(m) = a·(m + h)`` in the
-  cost model's own form (``compute_time_s``: ``a`` seconds per sample at full utilisation, ``h``
-  the half-saturation batch);
+* ``fb(b)``: one autograd forward and backward of b samples (``torch.autograd.grad``, what the
+  probes call);
 * ``hvp(b)``: the curvature probe's Hessian-vector product over b samples (gradient with the graph
   kept, then the backward of ⟨∇L, u⟩); ``k = hvp(b) / fb(b)``, and the same ratio in FLOPs
   (``FlopCounterMode``);
@@ -16,7 +15,7 @@ time, median of ``--repeats`` timings of ``--calls`` calls each):
   (:func:`~fedfit.training.probe.half_batch_sigma2`, :func:`~fedfit.training.curvature_probe.half_batch_probe`).
 
 Each probe's CPU is printed in plain steps, beside the charge :mod:`fedfit.cost.probe_work` makes in
-steps, at this host's fitted ``h`` and at the device tiers' ``h`` = 2 and 8.
+steps of ``b + h`` at the phone tiers' half-saturation batches ``h`` = 2, 6 and 8.
 
     OMP_NUM_THREADS=1 PYTHONPATH=src nice python bench/probe_charge.py [--repeats 7] [--calls 20]
 """
@@ -42,17 +41,16 @@ from fedfit.types import TrainPlan
 MODELS = {"logreg 64": ModelSpec("logreg", (1, 8, 8), 10), "mlp 64": ModelSpec("mlp", (1, 8, 8), 10),
           "mlp 784": ModelSpec("mlp", (1, 28, 28), 10), "cnn 28x28": ModelSpec("cnn", (1, 28, 28), 10)}
 TAU = 50
+#: The phone tiers' half-saturation batches (fedfit.devices.catalogue) the charge is shown at.
+HALF_BATCHES = (2.0, 6.0, 8.0)
 
 
-def cpu(fn: Callable[[], object], calls: int, repeats: int) -> float:
-    """Median over ``repeats`` of the process CPU seconds of one call (``calls`` calls timed together)."""
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        for _ in range(calls):
-            fn()
-        times.append((time.process_time() - start) / calls)
-    return statistics.median(times)
+def cpu(fn: Callable[[], object], calls: int) -> float:
+    """Process CPU seconds of one call (``calls`` calls timed together)."""
+    start = time.process_time()
+    for _ in range(calls):
+        fn()
+    return (time.process_time() - start) / calls
 
 
 def hvp(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, u: list[torch.Tensor]) -> None:
@@ -74,33 +72,36 @@ def flop_ratio(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, u: list
 
 
 def one(name: str, spec: ModelSpec, batch: int, calls: int, repeats: int) -> None:
+    """One row: every timing taken once per repeat, interleaved, so the host's load moves them
+    together; the medians of the per-repeat ratios."""
     torch.manual_seed(0)
     n = 256
     model = spec.build()
     x, y = torch.randn(n, *spec.input_shape), torch.randint(0, 10, (n,))
     params = {k: v.clone() for k, v in model.state_dict().items()}
     plan = TrainPlan(0, 0, micro_batch=batch, local_epochs=TAU, max_steps=TAU, lr=0.05)
-    step = cpu(lambda: train(model, params, x, y, plan, seed=0), max(1, calls // 10), repeats) / TAU
-    model.load_state_dict(params)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    fb = {m: cpu(lambda: mean_gradient(model, trainable, x[:m], y[:m]), calls, repeats) for m in (1, 32, batch)}
-    a = (fb[32] - fb[1]) / 31
-    h = fb[1] / a - 1
     u = [torch.randn_like(p) for p in trainable]
-    k = cpu(lambda: hvp(model, x[batch:2 * batch], y[batch:2 * batch], u), calls, repeats) / fb[batch]
     idx, other = torch.arange(batch), torch.arange(batch, 2 * batch)
-    sigma = cpu(lambda: half_batch_sigma2(model, x, y, idx), calls, repeats)
-    both = cpu(lambda: half_batch_probe(model, x, y, idx, other, F.cross_entropy), calls, repeats)
+    rows: list[tuple[float, float, float, float, float]] = []
+    for _ in range(repeats):
+        step = cpu(lambda: train(model, params, x, y, plan, seed=0), max(1, calls // 10)) / TAU
+        model.load_state_dict(params)
+        fb = cpu(lambda: mean_gradient(model, trainable, x[:batch], y[:batch]), calls)
+        product = cpu(lambda: hvp(model, x[batch:2 * batch], y[batch:2 * batch], u), calls)
+        sigma = cpu(lambda: half_batch_sigma2(model, x, y, idx), calls)
+        both = cpu(lambda: half_batch_probe(model, x, y, idx, other, F.cross_entropy), calls)
+        rows.append((step, fb / step, product / fb, sigma / step, (both - sigma) / step))
+    step, fb_step, k, sigma_steps, curvature_steps = (statistics.median(c) for c in zip(*rows))
 
-    def charged(half: float) -> tuple[float, float]:
+    def charged(half: float) -> str:
         s = probe_units(batch, n, curvature=False, half_batch=half)
         both = probe_units(batch, n, curvature=True, half_batch=half)
-        return s / (batch + half), (both - s) / (batch + half)
+        return f"{s / (batch + half):.2f} · {(both - s) / (batch + half):.2f}"
 
-    host, h2, h8 = charged(h), charged(2.0), charged(8.0)
-    print(f"| {name} | {batch} | {step * 1e3:.3f} | {fb[batch] / step:.2f} | {h:.1f} | {k:.2f} | "
-          f"{flop_ratio(model, x[:batch], y[:batch], u):.2f} | {sigma / step:.2f} | {(both - sigma) / step:.2f} | "
-          f"{host[0]:.2f} · {host[1]:.2f} | {h2[0]:.2f} · {h2[1]:.2f} | {h8[0]:.2f} · {h8[1]:.2f} |", flush=True)
+    print(f"| {name} | {batch} | {step * 1e3:.3f} | {fb_step:.2f} | {k:.2f} | "
+          f"{flop_ratio(model, x[:batch], y[:batch], u):.2f} | **{sigma_steps:.2f} · {curvature_steps:.2f}** | "
+          + " | ".join(charged(h) for h in HALF_BATCHES) + " |", flush=True)
 
 
 def main() -> None:
@@ -112,9 +113,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"charged HVP passes k = {HVP_PASSES}")
-    print("| model | b | step ms CPU | fb(b) / step | host h | k = hvp / fb | k in FLOPs | σ² probe / step | "
-          "curvature / step | charged σ² · curv. (steps), host h | h = 2 | h = 8 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| model | b | step ms CPU | fb(b) / step | k = hvp / fb, CPU | k, FLOPs | measured σ² · curvature (steps) | "
+          + " | ".join(f"charged, h = {h:g}" for h in HALF_BATCHES) + " |")
+    print("| --- " * (7 + len(HALF_BATCHES)) + "|")
     for name in args.models:
         for b in args.batches:
             one(name, MODELS[name], b, args.calls, args.repeats)
