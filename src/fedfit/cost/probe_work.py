@@ -32,8 +32,8 @@ from __future__ import annotations
 #: with its graph kept, then the backward of ⟨∇L, u⟩ through it) over the same samples. Measured
 #: (``bench/probe_charge.py``, bench/RESULTS.md): its FLOPs (``FlopCounterMode``) are 2.0× a
 #: forward/backward's for the zoo's logreg, 2.3–2.8× for the MLP, 2.96× for the CNN; its CPU time on
-#: one thread 3.0× for the CNN, where the FLOPs dominate (2.4–6× for logreg and the MLP, where each
-#: autograd call's fixed cost does). 3 is the compute-bound figure, and at or above every FLOP count.
+#: one thread 2.3–3.1× for the CNN, where the FLOPs dominate (3.0–4.4× for logreg and the MLP, where
+#: each autograd call's fixed cost does). 3: the CNN's, at or above every FLOP count.
 HVP_PASSES = 3.0
 
 
