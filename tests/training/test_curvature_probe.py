@@ -83,7 +83,7 @@ def test_the_probe_changes_nothing_else_and_is_off_unless_asked(norm: bool) -> N
     assert (plain.train_loss, plain.start_loss) == (probed.train_loss, probed.start_loss)
 
 
-def test_the_cost_model_charges_the_curvature_probe_two_more_passes() -> None:
+def test_the_cost_model_charges_the_curvature_probe_its_hessian_vector_product() -> None:
     from fedfit.cost import MemoryModel, ModelCost, task_cost
     from fedfit.devices.catalogue import tier
     from fedfit.types import DeviceState, Link, Thermal
@@ -93,4 +93,5 @@ def test_the_cost_model_charges_the_curvature_probe_two_more_passes() -> None:
     plan = TrainPlan(0, 0, 16, local_epochs=3, max_steps=5, sigma_probe=True, curvature_probe=True)
     priced = task_cost(plan=plan, profile=phone, state=state, cost=cost, memory=MemoryModel(), num_examples=100,
                        bytes_down=0, bytes_up=0)
-    assert priced.flops == 47100.0 * (5 * 16 + 3 * 16)  # five steps of 16; σ² probe 16, Hessian product 2 × 16
+    assert priced.flops == 47100.0 * (5 * 16 + 16 + 3 * 16)  # five steps of 16; σ² probe 16, Hessian product 3 × 16
+    # (its time and energy: tests/cost/test_probe_work.py)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from fedfit.cost.memory import MemoryModel
+from fedfit.cost.probe_work import probe_samples, probe_units
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.technique_work import activation_traffic_bytes, plan_flops
 from fedfit.cost.techniques import plan_peak_bytes
@@ -63,17 +64,16 @@ def task_cost(
 
     The plan's techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
     split learning the edge server's compute and the activation traffic are added. A plain plan
-    asking the σ² probe (``plan.sigma_probe``, :mod:`fedfit.training.probe`) pays one more
-    forward/backward of its first batch, and with ``plan.curvature_probe`` two more of at most
-    as many samples (the Hessian-vector product, :mod:`fedfit.training.curvature_probe`).
+    asking the σ² probe (``plan.sigma_probe``) pays its two half-batch forward/backward calls, and
+    with ``plan.curvature_probe`` its Hessian-vector product too, each call at its own
+    utilisation (:mod:`fedfit.cost.probe_work`), in time and energy.
     """
     memory = memory.for_device(profile)
     steps, samples = local_work(plan, num_examples)
     flops, edge_flops = plan_flops(cost, plan, samples, steps)
-    if plan.sigma_probe and steps > 0 and not plan.techniques.active:
-        probed = 3 if plan.curvature_probe else 1
-        flops += probed * cost.train_flops_per_sample * min(plan.effective_batch, num_examples)
     compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)
+    if plan.sigma_probe and steps > 0 and not plan.techniques.active:
+        flops, compute_s = _with_probes(flops, compute_s, plan, profile, state.thermal, cost, num_examples)
     traffic = activation_traffic_bytes(cost, plan, samples)  # split learning only
     bytes_down, bytes_up = bytes_down + traffic, bytes_up + traffic
     down_s = transfer_time_s(bytes_down, state.bandwidth_bps, profile.latency_s)
@@ -90,3 +90,14 @@ def task_cost(
         flops=flops,
         edge_compute_s=edge_flops / plan.techniques.edge_flops_per_s if edge_flops else 0.0,
     )
+
+
+def _with_probes(flops: float, compute_s: float, plan: TrainPlan, profile: DeviceProfile, thermal: Thermal,
+                 cost: ModelCost, num_examples: int) -> tuple[float, float]:
+    """(FLOPs, compute seconds) of a task with its probes added: :func:`~fedfit.cost.probe_work.probe_units`
+    per-sample training computes at full utilisation (the probes' calls' own utilisation included)."""
+    batch, curvature = min(plan.effective_batch, num_examples), plan.curvature_probe
+    units = probe_units(batch, num_examples, curvature=curvature, half_batch=profile.utilisation.half_batch)
+    rate = profile.flops_per_s * profile.utilisation.peak * THERMAL_FACTOR[thermal]
+    return (flops + probe_samples(batch, num_examples, curvature=curvature) * cost.train_flops_per_sample,
+            compute_s + units * cost.train_flops_per_sample / rate)

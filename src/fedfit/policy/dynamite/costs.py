@@ -7,8 +7,10 @@ utilisation ``u(m) = peak · m / (m + h)``)::
     step_s(b) = flops_per_sample · k · (m + h) / (flops_per_s · peak · thermal)
               = a · k · (m + h)                      (a: seconds per sample at full utilisation)
 
-so a round of ``τ`` steps costs ``τ · step_s(b) + comm_s`` seconds and
-``P_compute · τ · step_s(b) + P_radio · comm_s`` joules. Predictions come from the device's
+so a round of ``τ`` steps costs ``τ · step_s(b) + probe_s(b) + comm_s`` seconds and
+``P_compute · (τ · step_s(b) + probe_s(b)) + P_radio · comm_s`` joules, ``probe_s`` being the
+probes the task is asked for, charged as the task cost model charges them
+(:func:`fedfit.cost.probe_work.probe_units`, 0 without probes). Predictions come from the device's
 profile and last reported state; once the device has reported a measured duration,
 :meth:`DeviceCost.calibrated` rescales the prediction to the measurement (measured wins).
 """
@@ -20,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from fedfit.cost.memory import MemoryModel
+from fedfit.cost.probe_work import probe_units
 from fedfit.cost.profile import ModelCost
 from fedfit.cost.time import THERMAL_FACTOR, transfer_time_s
 from fedfit.policy.dynamite.curvature import contracted_noise
@@ -50,6 +53,8 @@ class DeviceCost:
             (``noise_model: curvature``): the reshuffled epochs' noise at the round's end,
             :func:`~fedfit.policy.dynamite.curvature.contracted_noise`; ``None``: not used
             (``streaming`` takes precedence).
+        sigma_probe, curvature_probe: the device's tasks take the σ² probe (and the curvature
+            probe with it): each round pays :meth:`probe_s`.
     """
 
     sample_s: float
@@ -63,6 +68,8 @@ class DeviceCost:
     streaming: bool = False
     reshuffled: bool = False
     contraction: float | None = None
+    sigma_probe: bool = False
+    curvature_probe: bool = False
 
     @property
     def batch_cap(self) -> int:
@@ -101,13 +108,29 @@ class DeviceCost:
         k = math.ceil(batch / micro)
         return round(self.sample_s * k * (micro + self.half_batch), 12)
 
+    def probe_s(self, batch: int) -> float:
+        """Seconds of the probes of one task of ``batch`` (0 without :attr:`sigma_probe`): the first
+        step's effective batch ``k · m`` of the device's data, priced by
+        :func:`fedfit.cost.probe_work.probe_units`.
+
+        >>> probing = DeviceCost(0.01, 4.0, 1.0, 2.0, 1.0, micro_cap=8, data_size=100, sigma_probe=True)
+        >>> probing.probe_s(8), round(probing.round_s(10, 8), 12)  # 0.01 · (8 + 2 · 4); 10 steps of 0.12 s, 1 s link
+        (0.16, 2.36)
+        """
+        if not self.sigma_probe:
+            return 0.0
+        micro = min(batch, self.micro_cap)
+        first = min(micro * math.ceil(batch / micro), self.data_size)
+        units = probe_units(first, self.data_size, curvature=self.curvature_probe, half_batch=self.half_batch)
+        return round(self.sample_s * units, 12)
+
     def round_s(self, tau: int, batch: int) -> float:
-        """Seconds of one round: ``τ`` steps of ``batch`` then one aggregation's transfers."""
-        return tau * self.step_s(batch) + self.comm_s
+        """Seconds of one round: ``τ`` steps of ``batch`` and the probes, then one aggregation's transfers."""
+        return tau * self.step_s(batch) + self.probe_s(batch) + self.comm_s
 
     def round_j(self, tau: int, batch: int) -> float:
         """Joules of one round on this device."""
-        return self.compute_power_w * tau * self.step_s(batch) + self.radio_power_w * self.comm_s
+        return self.compute_power_w * (tau * self.step_s(batch) + self.probe_s(batch)) + self.radio_power_w * self.comm_s
 
     def largest_batch_within(self, tau: int, round_s: float) -> int:
         """Largest batch (≤ :attr:`batch_cap`) whose round fits ``round_s`` seconds; 0 if none."""
@@ -130,7 +153,8 @@ class DeviceCost:
 
 def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, memory: MemoryModel, *,
                 data_size: int, payload_bytes: int, max_accumulation: int = 1,
-                streaming: bool = False, reshuffled: bool = False, contraction: float | None = None) -> DeviceCost:
+                streaming: bool = False, reshuffled: bool = False, contraction: float | None = None,
+                probes: tuple[bool, bool] = (False, False)) -> DeviceCost:
     """The predicted :class:`DeviceCost` of a device from fedfit's time and memory models.
 
     Args:
@@ -144,6 +168,7 @@ def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, mem
         streaming: ``data_size`` is a stream buffer's (:attr:`DeviceCost.streaming`).
         reshuffled: the noise of reshuffled epochs (:attr:`DeviceCost.reshuffled`).
         contraction: the curvature-aware noise's q (:attr:`DeviceCost.contraction`).
+        probes: its tasks take (the σ² probe, the curvature probe) (:meth:`DeviceCost.probe_s`).
     """
     rate = profile.flops_per_s * profile.utilisation.peak * THERMAL_FACTOR[state.thermal]
     one_way = transfer_time_s(payload_bytes, state.bandwidth_bps, profile.latency_s)
@@ -152,4 +177,4 @@ def device_cost(profile: DeviceProfile, state: DeviceState, cost: ModelCost, mem
                       comm_s=2 * one_way, compute_power_w=profile.compute_power_w,
                       radio_power_w=profile.radio_power_w, micro_cap=max(1, cap), data_size=data_size,
                       max_accumulation=max_accumulation, streaming=streaming, reshuffled=reshuffled,
-                      contraction=contraction)
+                      contraction=contraction, sigma_probe=probes[0], curvature_probe=probes[0] and probes[1])

@@ -152,10 +152,15 @@ class DynamitePlanner:
         micro = min(batch, cap)
         accumulation = math.ceil(batch / micro)
         steps_per_epoch = math.ceil(max(1, self.data_sizes(self.spent_s)[device_id]) / (micro * accumulation))
-        probe = self.settings.sigma_probe and (self.settings.adapt or self.observed < self.settings.warmup_rounds)
+        probe, curvature = self.probes()
         return dataclasses.replace(plan, micro_batch=micro, accumulation_steps=accumulation, max_steps=tau,
                                    local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=(),
-                                   sigma_probe=probe, curvature_probe=probe and self.settings.noise_model == "curvature")
+                                   sigma_probe=probe, curvature_probe=curvature)
+
+    def probes(self) -> tuple[bool, bool]:
+        """(σ², curvature) probes the plans now written ask for; the rounds are priced with them."""
+        probe = self.settings.sigma_probe and (self.settings.adapt or self.observed < self.settings.warmup_rounds)
+        return probe, probe and self.settings.noise_model == "curvature"
 
     def current(self) -> Assignment:
         """The (τ, b_i) in force, solving first when none is."""
@@ -220,7 +225,7 @@ class DynamitePlanner:
         d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
                         payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation,
                         streaming=self.settings.streaming, reshuffled=self.settings.noise_model == "reshuffled",
-                        contraction=self._contraction())
+                        contraction=self._contraction(), probes=self.probes())
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
         ratio = self.speed.get(device_id)
