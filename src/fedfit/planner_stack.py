@@ -20,7 +20,8 @@ from fedfit.policy.width import WidthPlanner, WidthPolicy, common_width, nominal
 from fedfit.policy.memory import MemoryPlanner, MemorySettings
 from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration
-from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.dynamite.planner import DynamitePlanner
+from fedfit.policy.dynamite.settings import DynamiteSettings
 from fedfit.types import DeviceProfile, Params
 
 

@@ -10,7 +10,8 @@ from fedfit.devices.registry import Registry
 from fedfit.policy import FixedPlanner
 from fedfit.policy.dynamite import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration
-from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.dynamite.planner import DynamitePlanner
+from fedfit.policy.dynamite.settings import DynamiteSettings
 from fedfit.policy.dynamite.search import search_homogeneous
 from fedfit.types import TaskCost, TaskResult, TrainPlan, Update
 from tests.helpers import profile, state

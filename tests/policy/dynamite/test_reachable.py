@@ -9,7 +9,8 @@ from fedfit.cost import MemoryModel, ModelCost
 from fedfit.devices.registry import Registry
 from fedfit.policy import FixedPlanner
 from fedfit.policy.dynamite import Budget
-from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.dynamite.planner import DynamitePlanner
+from fedfit.policy.dynamite.settings import DynamiteSettings
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
 from fedfit.policy.dynamite.search import assign_heterogeneous, search_homogeneous
 from fedfit.types import Link

@@ -12,7 +12,8 @@ from fedfit.devices.registry import Registry
 from fedfit.policy import FixedPlanner
 from fedfit.policy.dynamite.bound import Budget, Estimates, bound
 from fedfit.policy.dynamite.costs import DeviceCost
-from fedfit.policy.dynamite.planner import DynamitePlanner, DynamiteSettings
+from fedfit.policy.dynamite.planner import DynamitePlanner
+from fedfit.policy.dynamite.settings import DynamiteSettings
 from fedfit.policy.dynamite.search import Assignment, batch_grid, search_homogeneous_at
 from fedfit.policy.dynamite.slack import fill_slack, slack_filled
 from tests.helpers import profile, state

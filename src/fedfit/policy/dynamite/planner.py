@@ -16,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
@@ -25,78 +23,21 @@ from fedfit.cost.memory import MemoryModel
 from fedfit.cost.profile import ModelCost
 from fedfit.devices.registry import Registry
 from fedfit.policy.dynamite.bound import Budget, Estimates
-from fedfit.policy.dynamite.calibrate import Calibration, calibrate, round_loss
+from fedfit.policy.dynamite.calibrate import calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.curvature import contraction
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.last_round import last_round_budget
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
-from fedfit.policy.dynamite.search import Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous
-from fedfit.policy.dynamite.slack import SlackFill, slack_filled
+from fedfit.policy.dynamite.search import (
+    Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
+)
+from fedfit.policy.dynamite.settings import DynamiteSettings
+from fedfit.policy.dynamite.slack import slack_filled
 from fedfit.policy.dynamite.turnover import turnover_variance
 from fedfit.policy.planning import Planner
 from fedfit.policy.width import nominal_state
 from fedfit.types import DeviceProfile, DeviceState, Params, TaskResult, TrainPlan, Update
-
-Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
-EnergyCap = Literal["homogeneous", "none"]
-PlanFor = Literal["reachable", "fleet"]
-NoiseModel = Literal["iid", "reshuffled", "curvature"]
-
-
-@dataclass(frozen=True, slots=True)
-class DynamiteSettings:
-    """The planner's parameters (the ``dynamite:`` config section).
-
-    Attributes:
-        solver: ``closed_form`` (one b, the paper's closed form), ``homogeneous`` (one b, exact
-            search) or ``heterogeneous`` (b_i per device).
-        adapt: re-estimate and re-plan after every aggregation (online); ``False``: plan once
-            after ``warmup_rounds`` and keep it (offline).
-        budget: the training budget (virtual seconds and/or fleet joules).
-        prior: estimates used until the first ones exist.
-        tau_max: the largest τ searched.
-        holding: α of the estimates' moving average.
-        warmup_rounds: aggregations observed before an offline plan is fixed.
-        max_accumulation: micro-batches a step may accumulate above the memory cap.
-        participation: share of the fleet training each round (scales the energy a round costs).
-        calibration: the drift factor's prior and clamp (:mod:`.calibrate`); ``None``: the
-            drift term uncalibrated (c = 1).
-        streaming: stream buffers (``data.stream``): the noise term is the buffer's (:mod:`.stream`).
-        energy_cap: ``homogeneous``: without an energy budget, the heterogeneous solver's rounds
-            cost no more joules than the best common batch's at the same τ (:mod:`.energy_fill`).
-        plan_for: ``reachable``: the bound is over the devices that can be reached (:mod:`.reachable`).
-        sigma_probe: tasks take the σ² probe while estimates are used (online: always; offline:
-            until the plan is fixed); σ² is read from them (:func:`.estimate.probed_sigma2`).
-        noise_model: the mini-batch noise on static data: ``iid``, σ²/b per step; ``reshuffled``,
-            the reshuffled epochs' (:func:`.sampling.step_noise`); ``curvature``, those epochs'
-            noise at the round's end given the probed curvature β_σ (:mod:`.curvature`; β̂ until
-            a probe reports). A stream's term is ``streaming``'s.
-        last_round: K counts whole rounds in the last round the budget buys (:mod:`.last_round`).
-        curvature_latest, sigma_latest: β_σ / a probed σ² is the latest round's pooled probe alone.
-        slack_fill: devices off the heterogeneous plan's critical path fill their slack (:mod:`.slack`).
-    """
-
-    solver: Solver = "heterogeneous"
-    adapt: bool = True
-    budget: Budget = Budget(time_s=3600.0)
-    prior: Estimates = Estimates(beta=1.0, rho=1.0, delta=1.0, sigma2=1.0, loss=2.3)
-    tau_max: int = 50
-    holding: float = 0.5
-    warmup_rounds: int = 2
-    max_accumulation: int = 1
-    participation: float = 1.0
-    calibration: Calibration | None = Calibration()
-    streaming: bool = False
-    energy_cap: EnergyCap = "homogeneous"
-    plan_for: PlanFor = "reachable"
-    sigma_probe: bool = False
-    noise_model: NoiseModel = "iid"
-    last_round: bool = False
-    curvature_latest: bool = False
-    sigma_latest: bool = False
-    slack_fill: SlackFill = "off"
-
 
 def flatten(params: Params) -> torch.Tensor:
     """The floating parameters as one vector, in name order (batch-norm statistics left out)."""
@@ -131,7 +72,8 @@ class DynamitePlanner:
                  cap_of: Callable[[DeviceProfile, DeviceState], int] | None = None,
                  held: Callable[[int, float], Sequence[int]] | None = None) -> None:
         self.base, self.settings, self.registry = base, settings, registry
-        self.costs, self.memory, self.data_sizes, self.cap_of, self.lr, self.held = costs, memory, data_sizes, cap_of, lr, held
+        self.costs, self.memory, self.data_sizes, self.cap_of = costs, memory, data_sizes, cap_of
+        self.lr, self.held = lr, held
         self._last_held: dict[int, Sequence[int]] = {}  # device → the samples its last observed task held
         self._model = costs(1.0)  # measured once: the master's cost does not change
         self.estimator = EstimatorState()
@@ -190,7 +132,8 @@ class DynamitePlanner:
         if s.solver == "heterogeneous":
             found = assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
                                          energy_cap=s.energy_cap == "homogeneous")
-            found = slack_filled(found, s.slack_fill, devices, shares, est, self.lr, budget, energy_cap=s.energy_cap == "homogeneous")
+            found = slack_filled(found, s.slack_fill, devices, shares, est, self.lr, budget,
+                                 energy_cap=s.energy_cap == "homogeneous")
         others = [min(common, d.batch_cap) for d in every]
         return dataclasses.replace(found, batches=widen(live, found.batches, len(ids), others))
 
