@@ -45,7 +45,7 @@ def test_updates_equal_one_by_one_and_fallbacks_are_exact(monkeypatch: pytest.Mo
     train_cohort = batched.train_cohort
     monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: cohorts.append([p.device_id for p in a[3]])
                         or train_cohort(*a, **k))
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     tasks = _tasks(workload)
     handles = [executor.submit(t) for t in tasks]
     updates = [h.result() for h in handles]
@@ -75,7 +75,7 @@ def test_cohorts_split_by_step_count() -> None:
 def test_uneven_data_through_the_executor() -> None:
     workload = _workload("mlp", partition="dirichlet")
     tasks = [TrainTask(TrainPlan(d, 1, micro_batch=4, local_epochs=2), t.params) for d, t in enumerate(_tasks(workload))]
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     handles = [executor.submit(t) for t in tasks]
     for task, handle in zip(tasks, handles, strict=True):
         ref = workload.run(task)
@@ -89,7 +89,7 @@ def test_simulated_attackers_poison_the_same_way(kind: str) -> None:
     attack = AttackSpec(kind=kind, devices=frozenset({0, 2}), boost=3.0)  # type: ignore[arg-type]
     workload = Workload(dataclasses.replace(plain.recipe, attack=attack), plain.data)
     tasks = [TrainTask(TrainPlan(d, 1, micro_batch=8), t.params) for d, t in enumerate(_tasks(workload))]
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     handles = [executor.submit(t) for t in tasks]
     for task, handle in zip(tasks, handles, strict=True):
         ref, clean = workload.run(task), plain.run(task)
@@ -101,7 +101,7 @@ def test_simulated_attackers_poison_the_same_way(kind: str) -> None:
 
 def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:
     workload = _workload("logreg")
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     tasks = _tasks(workload)
     handles = [executor.submit(t) for t in tasks]
     assert handles[2].cancel()
@@ -113,7 +113,7 @@ def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:
 
 
 def _config(executor: str) -> object:
-    return executor_run_config("batched", executor)
+    return executor_run_config("batched", executor, simulation={"batched_min_cohort": 2})
 
 
 @pytest.mark.slow
