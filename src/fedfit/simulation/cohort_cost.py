@@ -66,9 +66,9 @@ class CohortCosts:
 
 
 #: Fitted by ``bench/batched_training.py --fit`` (one intra-op thread, plain SGD, batch 16).
-MEASURED = CohortCosts(task=0.44, step=0.139, mac=0.225, probe=2.07, probe_mac=0.943,
-                       cohort=1.26, cohort_step=1.03, device_step=0.086, stacked_mac=0.235, stacked_param=2.57,
-                       cohort_probe=6.94, device_probe=0.104, stacked_probe_mac=0.768, stacked_probe_param=25.1)
+MEASURED = CohortCosts(task=0.441, step=0.201, mac=0.194, probe=1.642, probe_mac=0.743,
+                       cohort=2.56, cohort_step=1.605, device_step=0.071, stacked_mac=0.173, stacked_param=1.977,
+                       cohort_probe=2.532, device_probe=0.113, stacked_probe_mac=0.59, stacked_probe_param=25.612)
 
 
 def local_ms(work: ModelWork, steps: Sequence[int], *, batch: int, probing: int,
