@@ -112,14 +112,15 @@ def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:
     assert all(torch.equal(ref.params[k], handles[2].result().params[k]) for k in ref.params)
 
 
-def _config(executor: str) -> object:
-    return executor_run_config("batched", executor, simulation={"batched_min_cohort": 2})
+def _config(executor: str, min_cohort: int | str = 2) -> object:
+    return executor_run_config("batched", executor, simulation={"batched_min_cohort": min_cohort})
 
 
 @pytest.mark.slow
-def test_a_batched_run_matches_a_local_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("min_cohort", [2, "auto"])  # every cohort vectorised; those the cost model picks
+def test_a_batched_run_matches_a_local_run(tmp_path: Path, min_cohort: int | str) -> None:
     local = run(_config("local"), tmp_path / "local")  # type: ignore[arg-type]
-    vmapped = run(_config("batched"), tmp_path / "batched")  # type: ignore[arg-type]
+    vmapped = run(_config("batched", min_cohort), tmp_path / "batched")  # type: ignore[arg-type]
     assert (tmp_path / "local" / "events.jsonl").read_text() == (tmp_path / "batched" / "events.jsonl").read_text()
     rows = [[json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
             for d in ("local", "batched")]
