@@ -6,8 +6,9 @@ local data sizes are uneven) trains one round — plain SGD with momentum 0.9, b
 epoch, with ``--probes`` DYNAMITE's σ² and curvature probes — through ``simulation.executor:
 local`` (one task after another), ``batched`` as configured by default (``batched_min_cohort:
 auto``: the cost model decides per chunk) and ``vectorised`` (``batched_min_cohort: 2``: every
-chunk of two or more vectorised). Prints the median wall and process CPU time of ``--repeats``
-rounds per path (the paths alternate within each repeat), the CPU speed-ups against local, and
+chunk of two or more vectorised). Prints the median process CPU time of ``--repeats`` rounds per
+path and the CPU speed-ups against local (the median of the repeats' paired ratios: the paths'
+order rotates from repeat to repeat, as a busy host biases a fixed order), and
 the largest parameter difference from local. One intra-op thread (as fedfit trains). Run with
 an older ``src`` (no ``min_cohort``), ``--paths local batched`` measures the executor as it was.
 
@@ -65,7 +66,9 @@ def _executor(path: str, workload: Workload) -> Executor:
 
 
 def measure(model: str, devices: int, samples: int, repeats: int, probes: bool, paths: list[str]) -> dict[str, float]:
-    """Median wall and CPU s of each path's round and its largest parameter difference from local."""
+    """Median wall and CPU s of each path's round, the median over repeats of local's CPU over
+    each path's (paired: the paths' order rotates from repeat to repeat) and the largest
+    parameter difference from the first path."""
     workload = _workload(model, devices, samples)
     params: Params = workload.recipe.model.build().state_dict()
     tasks = [TrainTask(TrainPlan(d, 0, micro_batch=16, lr=0.05, sigma_probe=probes, curvature_probe=probes), params)
@@ -73,12 +76,15 @@ def measure(model: str, devices: int, samples: int, repeats: int, probes: bool, 
     executors = {p: _executor(p, workload) for p in paths}
     times: dict[str, list[float]] = {f"{p}_{k}": [] for p in paths for k in ("s", "cpu_s")}
     updates: dict[str, list[Update]] = {}
-    for _ in range(repeats):
-        for path, executor in executors.items():
-            wall, cpu, updates[path] = _round(executor, tasks)
+    _round(executors[paths[0]], tasks)  # untimed: the workload's module and first touches of its data
+    for r in range(repeats):
+        for path in paths[r % len(paths):] + paths[:r % len(paths)]:
+            wall, cpu, updates[path] = _round(executors[path], tasks)
             times[f"{path}_s"].append(wall)
             times[f"{path}_cpu_s"].append(cpu)
-    return {**{k: statistics.median(v) for k, v in times.items()}, "tasks": len(tasks),
+    ratios = {f"{p}_ratio": statistics.median(a / b for a, b in zip(times[f"{paths[0]}_cpu_s"], times[f"{p}_cpu_s"]))
+              for p in paths}
+    return {**{k: statistics.median(v) for k, v in times.items()}, "tasks": len(tasks), **ratios,
             **{f"{p}_diff": _max_diff(updates[paths[0]], updates[p]) for p in paths}}
 
 
@@ -93,7 +99,7 @@ def _table(args: argparse.Namespace) -> None:
             r = measure(model, devices, args.samples, args.repeats, args.probes, paths)
             cpu = [r[f"{p}_cpu_s"] for p in paths]
             print(f"| {model} | {devices} | {args.probes} | " + " | ".join(f"{c:.3f}" for c in cpu) + " | " +
-                  " | ".join(f"{cpu[0] / c:.2f}x" for c in cpu[1:]) +
+                  " | ".join(f"{r[f'{p}_ratio']:.2f}x" for p in paths[1:]) +
                   f" | {max(r[f'{p}_diff'] for p in paths):.1e} |", flush=True)
 
 
@@ -102,7 +108,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["logreg", "mlp", "cnn"])
     parser.add_argument("--devices", nargs="+", type=int, default=[2, 5, 10, 20, 100])
     parser.add_argument("--samples", type=int, default=40, help="mean training samples per device")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds per path (median)")
+    parser.add_argument("--repeats", type=int, default=6, help="rounds per path (median)")
     parser.add_argument("--probes", action="store_true", help="every plan asks the σ² and curvature probes")
     parser.add_argument("--paths", nargs="+", default=["local", "batched", "vectorised"],
                         choices=["local", "batched", "vectorised"], help="the first is the reference")
