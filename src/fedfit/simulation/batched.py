@@ -100,12 +100,14 @@ class BatchedExecutor:
     def _pays(self, chunk: list[_CohortHandle]) -> bool:
         """Whether ``chunk`` is vectorised: ``min_cohort`` devices or more, or (``None``) when the
         cost model predicts it cheaper than one by one."""
-        if len(chunk) < 2 or self.min_cohort is not None:
-            return len(chunk) >= 2 and len(chunk) >= (self.min_cohort or 2)
-        plan, x = chunk[0].task.plan, chunk[0].inputs[0] if chunk[0].inputs is not None else None
-        assert x is not None, "a batchable task keeps its inputs"
-        if plan.width not in self._work:
-            self._work[plan.width] = model_work(self.workload.module(plan.width), x[0])
+        if len(chunk) < 2:
+            return False
+        if self.min_cohort is not None:
+            return len(chunk) >= self.min_cohort
+        plan, inputs = chunk[0].task.plan, chunk[0].inputs
+        assert inputs is not None, "a batchable task keeps its inputs"
+        if plan.width not in self._work:  # one sample through the model, once per width
+            self._work[plan.width] = model_work(self.workload.module(plan.width), inputs[0][0])
         steps = [planned_steps(len(h.inputs[0]) if h.inputs is not None else 0, h.task.plan) for h in chunk]
         return vectorise(self._work[plan.width], steps, batch=max(cohort_key(plan)[2]),
                          probing=sum(h.task.plan.sigma_probe for h in chunk))

@@ -7,7 +7,9 @@ active for a prefix of the steps, so all active devices have taken the same numb
 not ``active`` in a step keeps its parameters and optimiser state: its slices are saved before
 the step and put back after, so a device with fewer steps than the cohort's longest ends
 exactly where it would alone. FedProx's proximal gradient μ·(w − w_global) is added to the
-gradient before the step, as the trainer does.
+gradient before the step, as the trainer does. At the first step the stacked parameters are
+copied into their gradients' memory layout (under ``vmap`` a linear layer's weight gradient comes
+transposed), so the update walks both tensors contiguously rather than one against its strides.
 
 >>> p = {"w": torch.tensor([[1.0], [1.0]])}
 >>> opt = StackedOptimizer(p, 0.5, OptimizerConfig())
