@@ -64,7 +64,8 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
     if config.simulation.executor == "process":
         return ProcessPoolExecutor(recipe, config.simulation.workers, workload, config.simulation.start_method)
     if config.simulation.executor == "batched":
-        return BatchedExecutor(workload)
+        least = config.simulation.batched_min_cohort
+        return BatchedExecutor(workload, min_cohort=None if least == "auto" else least)
     if config.simulation.executor == "threads":
         return ThreadExecutor(workload, config.simulation.workers)
     if config.simulation.executor == "ray":

@@ -45,7 +45,7 @@ def test_updates_equal_one_by_one_and_fallbacks_are_exact(monkeypatch: pytest.Mo
     train_cohort = batched.train_cohort
     monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: cohorts.append([p.device_id for p in a[3]])
                         or train_cohort(*a, **k))
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     tasks = _tasks(workload)
     handles = [executor.submit(t) for t in tasks]
     updates = [h.result() for h in handles]
@@ -75,7 +75,7 @@ def test_cohorts_split_by_step_count() -> None:
 def test_uneven_data_through_the_executor() -> None:
     workload = _workload("mlp", partition="dirichlet")
     tasks = [TrainTask(TrainPlan(d, 1, micro_batch=4, local_epochs=2), t.params) for d, t in enumerate(_tasks(workload))]
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     handles = [executor.submit(t) for t in tasks]
     for task, handle in zip(tasks, handles, strict=True):
         ref = workload.run(task)
@@ -89,7 +89,7 @@ def test_simulated_attackers_poison_the_same_way(kind: str) -> None:
     attack = AttackSpec(kind=kind, devices=frozenset({0, 2}), boost=3.0)  # type: ignore[arg-type]
     workload = Workload(dataclasses.replace(plain.recipe, attack=attack), plain.data)
     tasks = [TrainTask(TrainPlan(d, 1, micro_batch=8), t.params) for d, t in enumerate(_tasks(workload))]
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     handles = [executor.submit(t) for t in tasks]
     for task, handle in zip(tasks, handles, strict=True):
         ref, clean = workload.run(task), plain.run(task)
@@ -101,7 +101,7 @@ def test_simulated_attackers_poison_the_same_way(kind: str) -> None:
 
 def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:
     workload = _workload("logreg")
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)
     tasks = _tasks(workload)
     handles = [executor.submit(t) for t in tasks]
     assert handles[2].cancel()
@@ -112,14 +112,15 @@ def test_a_cancelled_task_is_not_trained_unless_asked_for() -> None:
     assert all(torch.equal(ref.params[k], handles[2].result().params[k]) for k in ref.params)
 
 
-def _config(executor: str) -> object:
-    return executor_run_config("batched", executor)
+def _config(executor: str, min_cohort: int | str = 2) -> object:
+    return executor_run_config("batched", executor, simulation={"batched_min_cohort": min_cohort})
 
 
 @pytest.mark.slow
-def test_a_batched_run_matches_a_local_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("min_cohort", [2, "auto"])  # every cohort vectorised; those the cost model picks
+def test_a_batched_run_matches_a_local_run(tmp_path: Path, min_cohort: int | str) -> None:
     local = run(_config("local"), tmp_path / "local")  # type: ignore[arg-type]
-    vmapped = run(_config("batched"), tmp_path / "batched")  # type: ignore[arg-type]
+    vmapped = run(_config("batched", min_cohort), tmp_path / "batched")  # type: ignore[arg-type]
     assert (tmp_path / "local" / "events.jsonl").read_text() == (tmp_path / "batched" / "events.jsonl").read_text()
     rows = [[json.loads(line) for line in (tmp_path / d / "metrics.jsonl").read_text().splitlines()]
             for d in ("local", "batched")]
@@ -133,3 +134,49 @@ def test_a_batched_run_matches_a_local_run(tmp_path: Path) -> None:
             else:
                 assert a[key] == b[key], key
     assert vmapped.summary["final_accuracy"] == pytest.approx(local.summary["final_accuracy"], abs=1e-6)
+
+
+def test_auto_asks_the_cost_model_and_trains_refused_chunks_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``min_cohort=None``: each chunk of two or more goes to ``vectorise`` with its devices' steps,
+    effective batch and probing count; a refused chunk trains exactly as ``local``."""
+    workload = _workload()
+    asked: list[tuple[list[int], int, int]] = []
+    monkeypatch.setattr(batched, "vectorise", lambda work, steps, *, batch, probing:
+                        asked.append((list(steps), batch, probing)) or False)
+    monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: pytest.fail("a refused chunk was vectorised"))
+    executor = BatchedExecutor(workload)
+    tasks = _tasks(workload)
+    updates = [h.result() for h in [executor.submit(t) for t in tasks]]
+    examples = len(workload.data.train[0].x)  # iid: every device holds as many
+    # devices 0, 2, 4, 6: batch 8, 2 epochs; 1 and 7: batch 16 (8 × 2), 2 epochs
+    assert sorted(asked) == sorted([([2 * -(-examples // 8)] * 4, 8, 0), ([2 * -(-examples // 16)] * 2, 16, 0)])
+    for task, got in zip(tasks, updates, strict=True):
+        ref = workload.run(task)
+        assert all(torch.equal(ref.params[k], got.params[k]) for k in ref.params)
+
+
+def test_an_explicit_min_cohort_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``min_cohort=3``: the cohort of four is vectorised whatever the cost model says, the pair is not."""
+    workload = _workload()
+    cohorts: list[list[int]] = []
+    train_cohort = batched.train_cohort
+    monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: cohorts.append([p.device_id for p in a[3]])
+                        or train_cohort(*a, **k))
+    monkeypatch.setattr(batched, "vectorise", lambda *a, **k: pytest.fail("asked the cost model"))
+    executor = BatchedExecutor(workload, min_cohort=3)
+    tasks = _tasks(workload)
+    updates = [h.result() for h in [executor.submit(t) for t in tasks]]
+    assert sorted(cohorts) == [[0, 2, 4, 6]]
+    for device in (1, 7):
+        ref = workload.run(tasks[device])
+        assert all(torch.equal(ref.params[k], updates[device].params[k]) for k in ref.params)
+
+
+def test_the_setting_reaches_the_executor_and_rejects_one() -> None:
+    from fedfit.config import parse_config
+    from fedfit.errors import ConfigError
+
+    with pytest.raises((ConfigError, ValueError), match="batched_min_cohort"):
+        parse_config({"simulation": {"executor": "batched", "batched_min_cohort": 1}})
+    assert parse_config({}).simulation.batched_min_cohort == "auto"
+    assert parse_config({"simulation": {"batched_min_cohort": 8}}).simulation.batched_min_cohort == 8

@@ -38,7 +38,7 @@ def test_probing_and_plain_tasks_train_in_one_cohort_as_one_by_one(model: str, m
                                  local_epochs=1 if d % 3 else 2, max_steps=3, sigma_probe=d % 2 == 0,
                                  curvature_probe=d % 4 == 0), params)
              for d in range(8)]  # effective batch 16 or 8 per step, at most 3 steps: one cohort each
-    executor = BatchedExecutor(workload)
+    executor = BatchedExecutor(workload, min_cohort=2)  # the vectorised path, whatever the cost model says
     handles = [executor.submit(t) for t in tasks]
     updates = [h.result() for h in handles]
     assert sorted(sorted(c) for c in cohorts) == [[0, 3, 6], [1, 2, 4, 5, 7]]  # probing with plain
@@ -72,7 +72,7 @@ def _dynamite_config(executor: str, noise_model: str = "reshuffled") -> object:
         "dynamite": {"mode": "homogeneous", "budget_time_s": 60, "tau_max": 10, "sigma_probe": True,
                      "noise_model": noise_model},
         "output": {"plots": False, "progress": False},
-        "simulation": {"executor": executor},
+        "simulation": {"executor": executor, "batched_min_cohort": 2},  # vectorised: cohorts of 2 or more
     })
 
 

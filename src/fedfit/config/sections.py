@@ -234,6 +234,8 @@ class SimulationConfig(Section):
     intra-op threads for evaluation and aggregation (``"auto"``: 1); training always runs on one
     intra-op thread per task (:mod:`fedfit.simulation.threads`). ``batched``: in this process, a
     round's devices with the same plan shape trained as one vectorised op (:mod:`fedfit.simulation.batched`).
+    ``batched_min_cohort``: ``batched`` vectorises a cohort of at least this many devices;
+    ``"auto"``: those a CPU cost model predicts cheaper vectorised (:mod:`fedfit.simulation.cohort_cost`).
     ``ray_address``: the Ray cluster ``executor: ray`` joins (``"auto"`` or ``"HOST:PORT"``);
     ``None``: a local one (:mod:`fedfit.simulation.ray_executor`). ``threads``: in this process,
     devices trained concurrently on ``workers`` threads (:mod:`fedfit.simulation.threaded`).
@@ -246,6 +248,7 @@ class SimulationConfig(Section):
     torch_threads: PositiveInt | Literal["auto"] = "auto"
     ray_address: str | None = None
     start_method: Literal["auto", "fork", "spawn"] = "auto"
+    batched_min_cohort: Annotated[int, Field(ge=2)] | Literal["auto"] = "auto"
 
 
 class OutputConfig(Section):

@@ -6,9 +6,12 @@ by :func:`~fedfit.training.batched.cohort_key` (sub-model width, learning rate, 
 per epoch, step cap), split by step count (the longest at most :data:`STEP_SPREAD` times the
 shortest: a finished device's masked steps cost as much as real ones) and into chunks of at
 most :data:`COHORT_SAMPLES` samples per step; each chunk is trained with one ``vmap`` per
-optimiser step. The rest (memory-saving techniques, local DP-SGD, batch-norm, dropout or
-recurrent models, devices with no data, chunks of one) train one by one exactly as ``local``
-does. A task cancelled before it was trained is dropped.
+optimiser step, when it pays: a chunk is vectorised only when
+:func:`fedfit.simulation.cohort_cost.vectorise`'s CPU cost model predicts it cheaper than one by
+one (``simulation.batched_min_cohort: auto``), or, with an explicit ``min_cohort``, when it holds
+at least that many devices. The rest (memory-saving techniques, local DP-SGD, batch-norm, dropout
+or recurrent models, devices with no data, chunks of one, chunks not worth vectorising) train one
+by one exactly as ``local`` does. A task cancelled before it was trained is dropped.
 
 Virtual times, plans and events never depend on the executor; trained parameters and training
 losses equal ``local``'s within float rounding (the same terms summed in another order).
@@ -20,6 +23,7 @@ from collections import defaultdict
 
 import torch
 
+from fedfit.simulation.cohort_cost import ModelWork, model_work, vectorise
 from fedfit.simulation.threads import pinned
 from fedfit.simulation.workload import TrainTask, Workload
 from fedfit.training.batched import CohortKey, batchable_model, batchable_plan, cohort_key, planned_steps, train_cohort
@@ -56,11 +60,16 @@ class _CohortHandle:
 
 
 class BatchedExecutor:
-    """Trains in this process, lazily, vectorising the devices that share a plan shape."""
+    """Trains in this process, lazily, vectorising the devices that share a plan shape.
 
-    def __init__(self, workload: Workload) -> None:
+    ``min_cohort``: vectorise every chunk of at least this many devices; ``None`` (``auto``): the
+    chunks the cost model predicts cheaper vectorised."""
+
+    def __init__(self, workload: Workload, *, min_cohort: int | None = None) -> None:
         self.workload = workload
+        self.min_cohort = min_cohort
         self._pending: list[_CohortHandle] = []
+        self._work: dict[float, ModelWork] = {}
 
     def submit(self, task: TrainTask) -> _CohortHandle:
         handle = _CohortHandle(self, task)
@@ -82,10 +91,26 @@ class BatchedExecutor:
         for group in groups.values():
             for bucket in _buckets(group):
                 for chunk in _chunks(bucket, COHORT_SAMPLES):
-                    if len(chunk) == 1:
-                        chunk[0].update = self.workload.run(chunk[0].task)
-                    else:
+                    if self._pays(chunk):
                         self._train_group(chunk)
+                    else:
+                        for handle in chunk:
+                            handle.update, handle.inputs = self.workload.run(handle.task), None
+
+    def _pays(self, chunk: list[_CohortHandle]) -> bool:
+        """Whether ``chunk`` is vectorised: ``min_cohort`` devices or more, or (``None``) when the
+        cost model predicts it cheaper than one by one."""
+        if len(chunk) < 2:
+            return False
+        if self.min_cohort is not None:
+            return len(chunk) >= self.min_cohort
+        plan, inputs = chunk[0].task.plan, chunk[0].inputs
+        assert inputs is not None, "a batchable task keeps its inputs"
+        if plan.width not in self._work:  # one sample through the model, once per width
+            self._work[plan.width] = model_work(self.workload.module(plan.width), inputs[0][0])
+        steps = [planned_steps(len(h.inputs[0]) if h.inputs is not None else 0, h.task.plan) for h in chunk]
+        return vectorise(self._work[plan.width], steps, batch=max(cohort_key(plan)[2]),
+                         probing=sum(h.task.plan.sigma_probe for h in chunk))
 
     def _batchable(self, handle: _CohortHandle) -> bool:
         """Whether the task can join a vectorised group (its inputs are kept on the handle)."""

@@ -7,7 +7,9 @@ active for a prefix of the steps, so all active devices have taken the same numb
 not ``active`` in a step keeps its parameters and optimiser state: its slices are saved before
 the step and put back after, so a device with fewer steps than the cohort's longest ends
 exactly where it would alone. FedProx's proximal gradient μ·(w − w_global) is added to the
-gradient before the step, as the trainer does.
+gradient before the step, as the trainer does. At the first step the stacked parameters are
+copied into their gradients' memory layout (under ``vmap`` a linear layer's weight gradient comes
+transposed), so the update walks both tensors contiguously rather than one against its strides.
 
 >>> p = {"w": torch.tensor([[1.0], [1.0]])}
 >>> opt = StackedOptimizer(p, 0.5, OptimizerConfig())
@@ -30,10 +32,20 @@ class StackedOptimizer:
         self.params = {n: t.detach().clone() for n, t in start.items()}
         self._mu = config.proximal_mu
         self._anchor = {n: t.detach() for n, t in start.items()} if self._mu > 0 else {}
-        self._opt = make_optimizer(self.params.values(), lr, config)
+        self._lr, self._config = lr, config
+        self._opt: torch.optim.Optimizer | None = None
+
+    def _laid_out(self, grads: Params) -> torch.optim.Optimizer:
+        """The optimiser, its parameters first copied into their gradients' memory layout."""
+        for name, p in self.params.items():
+            if p.stride() != grads[name].stride():
+                self.params[name] = torch.empty_like(grads[name]).copy_(p)
+        return make_optimizer(self.params.values(), self._lr, self._config)
 
     def step(self, grads: Params, *, active: torch.Tensor) -> Params:
         """Step the ``active`` devices with their ``grads``; returns the (updated) parameters."""
+        if self._opt is None:
+            self._opt = self._laid_out(grads)
         for name, p in self.params.items():
             g = grads[name]
             p.grad = g + self._mu * (p - self._anchor[name]) if self._anchor else g
@@ -49,6 +61,6 @@ class StackedOptimizer:
     def _slices(self, devices: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """(tensor, copy of its ``devices`` slices) of every parameter and optimiser-state tensor."""
         tensors = list(self.params.values())
-        for state in self._opt.state.values():
+        for state in self._opt.state.values() if self._opt is not None else []:
             tensors += [v for v in state.values() if isinstance(v, torch.Tensor) and v.dim() > 0]
         return [(t, t[devices].clone()) for t in tensors]
