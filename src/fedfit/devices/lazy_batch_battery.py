@@ -121,7 +121,8 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
 
     Most devices live through a few sessions and a few through many, so once at most half the
     rows still play they are packed (:class:`_Play`): every operation is elementwise, so a row's
-    values are the same whichever rows share its arrays."""
+    values are the same whichever rows share its arrays. Once at most ``TAIL_BELOW`` rows play,
+    each is played to its end alone (:mod:`fedfit.devices.lazy_battery_tail`)."""
     starts, ends = planned
     lo, hi = p.start_battery
     play = _Play(p, rows, ids, t, lo + (hi - lo) * anchors, starts.shape[1])

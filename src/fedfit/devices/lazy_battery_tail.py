@@ -1,7 +1,9 @@
 """The tail of the batched battery play (:mod:`fedfit.devices.lazy_batch_battery`), one device
 at a time: once few rows still play, a pass costs its ≈ 75 numpy calls whatever its rows, so
 each remaining row is played to its end here, on Python floats, by the operations a pass does
-for it (in the same order), and its values are the pass's own, bit for bit.
+for it (in the same order), and its values are the pass's own, bit for bit. A low-battery
+reaction's two keyed draws are drawn one by one (``counter_rng.uniform``, as ``battery_at``
+draws them: the same values as the pass's ``stem(...).uniforms``).
 """
 
 from __future__ import annotations
