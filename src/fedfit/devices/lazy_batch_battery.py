@@ -17,9 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fedfit.devices.counter_rng import FloatArray, Stem, stem
-from fedfit.devices.lazy_battery import (
-    _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, poisson_counts, reaction_steps, top_ups,
-)
+from fedfit.devices.lazy_battery import _ANCHOR, _NIGHTLY, _PLUGIN, DAY_S, battery_at, poisson_counts
+from fedfit.devices.lazy_battery_tail import Row, Sessions, _reactions, finish
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
 
@@ -122,13 +121,17 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
 
     Most devices live through a few sessions and a few through many, so once at most half the
     rows still play they are packed (:class:`_Play`): every operation is elementwise, so a row's
-    values are the same whichever rows share its arrays."""
+    values are the same whichever rows share its arrays. Once at most ``TAIL_BELOW`` rows play,
+    each is played to its end alone (:mod:`fedfit.devices.lazy_battery_tail`)."""
     starts, ends = planned
     lo, hi = p.start_battery
     play = _Play(p, rows, ids, t, lo + (hi - lo) * anchors, starts.shape[1])
     listed_starts, listed_ends = np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(ends).ravel()
     with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
         while (live := int(np.count_nonzero(play.active))) > 0:
+            if live <= TAIL_BELOW and play.finish(p, seed, Sessions(listed_starts, listed_ends, play.last, play.nightly,
+                                                                     play.nightly and play.draining)):
+                break
             if live <= len(play.active) // 2 and len(play.active) >= PACK_FROM:
                 play.pack()
             play.step(p, seed, listed_starts, listed_ends)
@@ -141,6 +144,8 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
 
 #: Rows from which a play packs its still-playing rows (below, a pass costs its calls, not its rows).
 PACK_FROM = 64
+#: Playing rows from which on the play's tail is played one row at a time (:mod:`lazy_battery_tail`).
+TAIL_BELOW = 48
 
 
 class _Play:
@@ -185,6 +190,23 @@ class _Play:
         self._keep()
         return self.out
 
+    def finish(self, p: TraceParams, seed: int, planned: Sessions) -> bool:
+        """Play every row still playing to its end one at a time (:func:`lazy_battery_tail.finish`),
+        unless some row gains nothing charging (its pass divides by that gain)."""
+        playing = np.flatnonzero(self.active)
+        if not bool((self.gain[playing] > 0.0).all()):
+            return False
+        columns = (self.ids, self.t, self.level, self.now, self.drain, self.gain, self.armed, self.at, self.first,
+                   self.extra, self.extra_start, self.extra_end)
+        for i, row in zip(playing.tolist(), zip(*(column[playing].tolist() for column in columns))):
+            found = finish(p, seed, Row._make(row), planned)
+            if found is None:
+                self.scalar[i] = True
+            else:
+                self.found[i], self.charging[i] = found
+        self.active[playing] = False
+        return True
+
     def step(self, p: TraceParams, seed: int, listed_starts: FloatArray, listed_ends: FloatArray) -> None:
         """One pass: every playing row takes its next session (or its pending reaction)."""
         active, armed, extra, now, level, t = self.active, self.armed, self.extra, self.now, self.level, self.t
@@ -222,14 +244,6 @@ class _Play:
         ended = moving & active
         self.level, self.now = np.where(ended, charged, level), np.where(ended, end, now)
         self.armed = np.where(ended, self.nightly, armed)
-
-
-def _reactions(p: TraceParams, seed: int, ids: IntArray, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """The top-up session (start, end) each device plugs in for after its battery fell low at
-    ``low_at`` (``lazy_battery.top_ups``, the keyed draws together)."""
-    step = reaction_steps(low_at, p)
-    keys = stem(seed, ids, _BATTERY, _REACT, step)
-    return top_ups(low_at, keys.uniforms(2), keys.uniforms(), p)
 
 
 def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, p: TraceParams) -> FloatArray:
