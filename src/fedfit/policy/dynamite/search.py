@@ -124,10 +124,19 @@ def assign_heterogeneous(devices: Sequence[DeviceCost], shares: Sequence[float],
 
 def search_homogeneous_at(tau: int, devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates,
                           lr: float, budget: Budget) -> tuple[int, ...]:
-    """The best common batch at a fixed τ."""
-    grid = batch_grid(min(d.batch_cap for d in devices))
-    b = min(grid, key=lambda c: bound(tau, tuple(c for _ in devices), devices, shares, est, lr, budget))
-    return tuple(b for _ in devices)
+    """The best common batch at a fixed τ, each device at that batch or its own cap if smaller.
+
+    The heterogeneous solver's reference (its start and its energy cap): over the grid of the
+    largest cap, so one device that can hold a single sample does not pin the fleet's common
+    batch, and with it the joules every other device may spend, to 1.
+    """
+    grid = batch_grid(max(d.batch_cap for d in devices))
+    b = min(grid, key=lambda c: bound(tau, _capped(c, devices), devices, shares, est, lr, budget))
+    return _capped(b, devices)
+
+
+def _capped(batch: int, devices: Sequence[DeviceCost]) -> tuple[int, ...]:
+    return tuple(min(batch, d.batch_cap) for d in devices)
 
 
 def _descend(tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
