@@ -1,12 +1,11 @@
 """Sub-model exchange: what each device downloads, and how its update returns to the master.
 
-For each dispatched plan the exchange picks the plan's coordinate map (its width and the index
-choice), sends only the sub-model's tensors, and on the way back validates the update against
-the sub-model's shapes, scatters it into master coordinates and hands the aggregator a
-:class:`~fedfit.aggregation.Contribution` whose masks mark the coordinates it held. The
-masked weighted average then *is* HeteroFL's width-aware aggregation (Diao et al. 2021): each
-master coordinate is averaged over the devices that held it, coordinates nobody trained keep
-their value. The master model itself is never trained. Channel statistics of every accepted
+For each dispatched plan the exchange picks the plan's coordinate map (its width and the index choice), sends
+only the sub-model's tensors, and on the way back validates the update against the sub-model's shapes,
+scatters it into master coordinates and hands the aggregator a :class:`~fedfit.aggregation.Contribution` whose
+masks mark the coordinates it held. The masked weighted average then *is* HeteroFL's width-aware aggregation
+(Diao et al. 2021): each master coordinate is averaged over the devices that held it, coordinates nobody
+trained keep their value. The master model itself is never trained. Channel statistics of every accepted
 update are accumulated here (for ``importance`` indices and ``fedfit prune``).
 """
 
@@ -58,9 +57,7 @@ class SubModelExchange:
             :class:`~fedfit.errors.PlanError` for a width the model cannot take.
         indices: ``prefix``, ``random`` or ``importance``.
         seed: fixes ``random`` draws (with device and round).
-        background_stats: a round's channel statistics (:meth:`incoming_many`) are folded on a
-            thread beside the rest of the round (:class:`~fedfit.orchestration.stats_fold.StatsFold`,
-            the same bits); ``False``: in line.
+        background_stats: fold a round's channel statistics on a thread (:mod:`.stats_fold`; ``False``: in line).
     """
 
     def __init__(self, groups: tuple[WidthGroup, ...], counts: Callable[[float], dict[str, int]],
@@ -79,8 +76,7 @@ class SubModelExchange:
         return cls(width_groups(spec.build()), functools.partial(width_counts, spec), indices, seed)
 
     @property
-    def stats(self) -> ChannelStats:
-        """Channel statistics of every update accepted so far (waits for a round's fold)."""
+    def stats(self) -> ChannelStats:  # every accepted update's, once a round's fold has ended
         return self._stats.value
 
     @stats.setter
@@ -122,8 +118,7 @@ class SubModelExchange:
         """:meth:`outgoing` of each plan in order; the full-width plans (no indices to choose)
         share one copy of ``master`` (the same tensors each copy holds: nothing writes a task's
         parameters), remembered as :meth:`outgoing` remembers them."""
-        self._stats.wait()  # the last round's fold ends before any task of the next is sent (no
-        # thread of it runs while tasks train, or while a pool forks its workers)
+        self._stats.wait()  # as in outgoing: no fold runs while tasks train or a pool forks
         whole, pending, rounds = self._whole, self._pending, self._rounds
         shared = dict(master) if not whole.kept else None
         out: list[Params] = []
@@ -290,10 +285,8 @@ def _known(master: Params, updates: Sequence[Update]) -> list[tuple[bool, bool]]
     params = [u.params for u in updates]
     valid = valid_rows(master, params)
     others = [i for i, ok in enumerate(valid) if not ok]
-    finite = valid.copy()
-    for i, ok in zip(others, finite_rows([params[i] for i in others]), strict=True):
-        finite[i] = ok
-    return list(zip(valid, finite))
+    finite = dict(zip(others, finite_rows([params[i] for i in others]), strict=True))
+    return [(ok, ok or finite[i]) for i, ok in enumerate(valid)]
 
 
 class Exchange(Protocol):
