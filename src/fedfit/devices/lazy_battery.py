@@ -137,11 +137,7 @@ def battery_at(key: tuple[int, ...], t_s: float, params: TraceParams, behaviour:
         if armed and drain > 0:
             low_at = now + max(0.0, level - params.low_battery) / drain
             if low_at < min(start, t_s):
-                at = np.array([low_at])
-                step = int(reaction_steps(at, params)[0])
-                plug, unplug = top_ups(at, np.array([uniform(*key, _REACT, step, 2)]),
-                                       np.array([uniform(*key, _REACT, step)]), params)
-                pending = sorted([*pending, (start, end), (float(plug[0]), float(unplug[0]))])
+                pending = sorted([*pending, (start, end), reaction(key, low_at, params)])
                 armed = False
                 continue
         if t_s < start:
@@ -151,6 +147,16 @@ def battery_at(key: tuple[int, ...], t_s: float, params: TraceParams, behaviour:
             return _charged(level, t_s - start, gain, params), True
         level, now = _charged(level, end - start, gain, params), end
         armed = behaviour.energy == "nightly"
+
+
+def reaction(key: tuple[int, ...], low_at_s: float, params: TraceParams) -> tuple[float, float]:
+    """The top-up session ``(start, end)`` one device plugs in for after its battery fell low at
+    ``low_at_s`` (:func:`top_ups` with its two keyed draws made one by one)."""
+    at = np.array([low_at_s])
+    step = int(reaction_steps(at, params)[0])
+    plug, unplug = top_ups(at, np.array([uniform(*key, _REACT, step, 2)]),
+                           np.array([uniform(*key, _REACT, step)]), params)
+    return float(plug[0]), float(unplug[0])
 
 
 def reaction_steps(low_at_s: FloatArray, params: TraceParams) -> npt.NDArray[np.int64]:

@@ -2,7 +2,7 @@
 at a time: once few rows still play, a pass costs its ≈ 75 numpy calls whatever its rows, so
 each remaining row is played to its end here, on Python floats, by the operations a pass does
 for it (in the same order), and its values are the pass's own, bit for bit. A low-battery
-reaction's two keyed draws are drawn one by one (``counter_rng.uniform``, as ``battery_at``
+reaction's two keyed draws are drawn one by one (``lazy_battery.reaction``, as ``battery_at``
 draws them: the same values as the pass's ``stem(...).uniforms``).
 """
 
@@ -13,8 +13,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from fedfit.devices.counter_rng import FloatArray, stem, uniform
-from fedfit.devices.lazy_battery import _REACT, _charged, reaction_steps, top_ups
+from fedfit.devices.counter_rng import FloatArray, stem
+from fedfit.devices.lazy_battery import _REACT, _charged, reaction, reaction_steps, top_ups
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
 
@@ -66,8 +66,7 @@ def finish(p: TraceParams, seed: int, row: Row, planned: Sessions) -> tuple[floa
                 if extra:
                     return None
                 extra = True
-                plug, unplug = _reaction(p, (seed, row.device, _BATTERY), low_at)
-                extra_start, extra_end, armed = float(plug[0]), float(unplug[0]), False
+                (extra_start, extra_end), armed = reaction((seed, row.device, _BATTERY), low_at, p), False
                 continue
         if take_extra:
             extra = False
@@ -88,10 +87,3 @@ def _reactions(p: TraceParams, seed: int, ids: npt.NDArray[np.int64],
     step = reaction_steps(low_at, p)
     keys = stem(seed, ids, _BATTERY, _REACT, step)
     return top_ups(low_at, keys.uniforms(2), keys.uniforms(), p)
-
-
-def _reaction(p: TraceParams, key: tuple[int, int, int], low_at: float) -> tuple[FloatArray, FloatArray]:
-    """:func:`_reactions` of one device, its keyed draws one by one (as ``battery_at`` draws them)."""
-    at = np.array([low_at])
-    step = int(reaction_steps(at, p)[0])
-    return top_ups(at, np.array([uniform(*key, _REACT, step, 2)]), np.array([uniform(*key, _REACT, step)]), p)
