@@ -154,9 +154,13 @@ def bound(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], share
         budget: what training may spend.
     """
     k = rounds_affordable(tau, batches, devices, budget)
+    return phi(tau, k, sum(d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices)), est, lr)
+
+
+def phi(tau: int, k: float, noise_sum: float, est: Estimates, lr: float) -> float:
+    """Φ from the rounds the budget affords ``k`` and the noise sum Σ p_i² v_i(τ, b_i) (:func:`bound`'s terms)."""
     optimisation = est.loss / (lr * k * tau) if k > 0 else math.inf
-    noise = est.beta * lr * est.sigma2 / 2 * sum(d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices))
-    return optimisation + noise + est.rho * drift(tau, lr, est) / (lr * tau)
+    return optimisation + est.beta * lr * est.sigma2 / 2 * noise_sum + est.rho * drift(tau, lr, est) / (lr * tau)
 
 
 @dataclass(frozen=True, slots=True)

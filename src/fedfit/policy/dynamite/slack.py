@@ -39,7 +39,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from fedfit.policy.dynamite.bound import Budget, Estimates, bound, drift, rounds_within
+from fedfit.policy.dynamite.bound import Budget, Estimates, bound, phi, rounds_within
 from fedfit.policy.dynamite.costs import DeviceCost
 from fedfit.policy.dynamite.energy_fill import round_energy_j
 from fedfit.policy.dynamite.search import Assignment, batch_grid, search_homogeneous_at
@@ -105,9 +105,7 @@ def fill_slack(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], 
 def _value(tau: int, est: Estimates, lr: float, budget: Budget, slowest_s: float, energy_j: float,
            noise: float) -> float:
     """Φ from the round's slowest seconds, fleet joules and noise sum (as :func:`.bound.bound`)."""
-    k = rounds_within(budget, slowest_s, energy_j)
-    optimisation = est.loss / (lr * k * tau) if k > 0 else math.inf
-    return optimisation + est.beta * lr * est.sigma2 / 2 * noise + est.rho * drift(tau, lr, est) / (lr * tau)
+    return phi(tau, rounds_within(budget, slowest_s, energy_j), noise, est, lr)
 
 
 def _joules_per_sample(device: DeviceCost, tau: int, batch: int) -> float:
