@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedfit.devices.counter_rng import FloatArray, Stem, stem
-from fedfit.devices.lazy_battery import _ANCHOR, _NIGHTLY, _PLUGIN, DAY_S, battery_at, poisson_counts
+from fedfit.devices.lazy_battery import _ANCHOR, _NIGHTLY, _PLUGIN, _REACT, DAY_S, battery_at, poisson_counts
 from fedfit.devices.lazy_battery_tail import Row, Sessions, _reactions, finish
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
@@ -125,7 +125,7 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
     each is played to its end alone (:mod:`fedfit.devices.lazy_battery_tail`)."""
     starts, ends = planned
     lo, hi = p.start_battery
-    play = _Play(p, rows, ids, t, lo + (hi - lo) * anchors, starts.shape[1])
+    play = _Play(p, rows, stem(seed, ids, _BATTERY, _REACT), t, lo + (hi - lo) * anchors, starts.shape[1])
     listed_starts, listed_ends = np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(ends).ravel()
     with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
         while (live := int(np.count_nonzero(play.active))) > 0:
@@ -152,22 +152,24 @@ class _Play:
     """The state of :func:`batteries`' play, a row per device still in it (``rows``: their
     indices among the devices), and what it found for the devices no longer in it."""
 
-    def __init__(self, p: TraceParams, rows: Rows, ids: IntArray, t: FloatArray, level: FloatArray,
+    def __init__(self, p: TraceParams, rows: Rows, react: Stem, t: FloatArray, level: FloatArray,
                  width: int) -> None:
-        n = len(ids)
+        n, ids = len(t), react.keys[1]
+        assert not isinstance(ids, int) and not isinstance(react.state, int)
         self.nightly, self.draining = rows.energy == "nightly", rows.draining
         self.rows: IntArray | None = None  # every device, in order
         self.found, self.charging = np.zeros(n), np.zeros(n, dtype=np.bool_)
         self.scalar = np.zeros(n, dtype=np.bool_)
         self.out = (np.zeros(n), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
         self.ids, self.t, self.level, self.now = ids, t, level, (_floor(t / DAY_S) - 1) * DAY_S
+        self.react = react.state  # each row's (seed, id, _BATTERY, _REACT) hashed, for its reactions' draws
         self.drain, self.gain = rows.drain, rows.gain
         self.active, self.armed = np.ones(n, dtype=np.bool_), np.full(n, self.nightly)
         self.at, self.first, self.last = np.zeros(n, dtype=np.int64), np.arange(n) * width, width - 1
         self.extra, self.extra_start, self.extra_end = np.zeros(n, dtype=np.bool_), np.full(n, np.inf), np.full(n, np.inf)
 
-    _PACKED = ("found", "charging", "scalar", "ids", "t", "level", "now", "drain", "gain", "active", "armed", "at",
-               "first", "extra", "extra_start", "extra_end")
+    _PACKED = ("found", "charging", "scalar", "ids", "react", "t", "level", "now", "drain", "gain", "active", "armed",
+               "at", "first", "extra", "extra_start", "extra_end")
 
     def _keep(self) -> None:
         """Write what the rows found so far to the devices' results."""
@@ -226,7 +228,8 @@ class _Play:
             react = np.flatnonzero(hit & active)  # the session popped stays pending
             if len(react):
                 extra[react] = True
-                self.extra_start[react], self.extra_end[react] = _reactions(p, seed, self.ids[react], low_at[react])
+                keys = Stem((seed, self.ids[react], _BATTERY, _REACT), self.react[react])
+                self.extra_start[react], self.extra_end[react] = _reactions(p, keys, low_at[react])
             armed &= ~hit
             moving = active & ~hit
         else:

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
-import numpy.typing as npt
-
-from fedfit.devices.counter_rng import FloatArray, stem
-from fedfit.devices.lazy_battery import _REACT, _charged, reaction, reaction_steps, top_ups
+from fedfit.devices.counter_rng import FloatArray, Stem
+from fedfit.devices.lazy_battery import _charged, reaction, reaction_steps, top_ups
 from fedfit.devices.lazy_trace import _BATTERY
 from fedfit.devices.trace_params import TraceParams
 
@@ -80,10 +77,9 @@ def finish(p: TraceParams, seed: int, row: Row, planned: Sessions) -> tuple[floa
         level, now, armed = _charged(drained, end - start, gain, p), end, planned.nightly
 
 
-def _reactions(p: TraceParams, seed: int, ids: npt.NDArray[np.int64],
-               low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _reactions(p: TraceParams, keys: Stem, low_at: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The top-up session (start, end) each device plugs in for after its battery fell low at
-    ``low_at`` (``lazy_battery.top_ups``, the keyed draws together)."""
-    step = reaction_steps(low_at, p)
-    keys = stem(seed, ids, _BATTERY, _REACT, step)
-    return top_ups(low_at, keys.uniforms(2), keys.uniforms(), p)
+    ``low_at`` (``lazy_battery.top_ups``, the keyed draws together); ``keys``: the devices'
+    ``stem(seed, ids, _BATTERY, _REACT)``, hashed once for the play's every pass."""
+    step = keys.then(reaction_steps(low_at, p))
+    return top_ups(low_at, step.uniforms(2), step.uniforms(), p)
