@@ -219,21 +219,19 @@ class _Play:
             extra_start, extra_end = self.extra_start, self.extra_end
             take_extra &= (extra_start < start) | ((extra_start == start) & (extra_end < end))
             start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
+        popped_start, popped_end = start, end
         start, end = np.maximum(start, now), np.maximum(end, now)
+        moving = active
         if self.nightly and self.draining:
             low_at = now + np.maximum(0.0, level - p.low_battery) / self.drain
             hit = active & armed & (low_at < np.minimum(start, t))
             self.scalar |= hit & extra  # a second reaction while one waits (or is the session popped)
             active &= ~(hit & self.scalar)
-            react = np.flatnonzero(hit & active)  # the session popped stays pending
+            react = np.flatnonzero(hit & active)
             if len(react):
-                extra[react] = True
-                keys = Stem((seed, self.ids[react], _BATTERY, _REACT), self.react[react])
-                self.extra_start[react], self.extra_end[react] = _reactions(p, keys, low_at[react])
+                self._react(p, seed, react, low_at[react], (popped_start[react], popped_end[react]), take_extra,
+                            start, end)
             armed &= ~hit
-            moving = active & ~hit
-        else:
-            moving = active
         self.at += moving & ~take_extra
         extra &= ~(moving & take_extra)
         drain, gain = self.drain, self.gain
@@ -247,6 +245,23 @@ class _Play:
         ended = moving & active
         self.level, self.now = np.where(ended, charged, level), np.where(ended, end, now)
         self.armed = np.where(ended, self.nightly, armed)
+
+    def _react(self, p: TraceParams, seed: int, react: IntArray, low_at: FloatArray,
+               popped: tuple[FloatArray, FloatArray], take_extra: BoolArray, start: FloatArray,
+               end: FloatArray) -> None:
+        """Rows ``react`` fell low before their popped session (none had a reaction pending):
+        each draws its top-up, which is pending beside the popped session, and takes at once
+        whichever of the two sorts first, as ``battery_at`` pops again after the reaction (its
+        re-check cannot fire: the row is disarmed), so a reaction costs its row no pass."""
+        keys = Stem((seed, self.ids[react], _BATTERY, _REACT), self.react[react])
+        extra_start, extra_end = _reactions(p, keys, low_at)
+        self.extra[react], self.extra_start[react], self.extra_end[react] = True, extra_start, extra_end
+        popped_start, popped_end = popped
+        first = (extra_start < popped_start) | ((extra_start == popped_start) & (extra_end < popped_end))
+        now = self.now[react]
+        take_extra[react] = first
+        start[react] = np.maximum(np.where(first, extra_start, popped_start), now)
+        end[react] = np.maximum(np.where(first, extra_end, popped_end), now)
 
 
 def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, p: TraceParams) -> FloatArray:
