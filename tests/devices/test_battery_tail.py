@@ -100,3 +100,17 @@ def test_a_second_low_battery_reaction_in_the_tail_goes_to_the_scalar_play(tail:
 
     assert handed  # the case this test is for
     assert found == _one_by_one(params, names, 7, ids, t)
+
+
+@pytest.mark.parametrize("plug", [1.0, 0.05])
+def test_a_reaction_taken_in_the_pass_it_is_drawn_equals_the_scalar_play(plug: float) -> None:
+    # Warned at 60% with six top-ups a day: most devices fall low between sessions, and their
+    # top-up (at once, or after a geometric wait) sorts before or after the session popped. The
+    # numpy play throughout (no tail) takes whichever sorts first in the pass the warning is drawn.
+    params = dataclasses.replace(TraceParams(), low_battery=0.6, low_battery_plug_per_step=plug, plugins_per_day=6.0)
+    rng = np.random.default_rng(11)
+    ids = rng.integers(0, 2_000_000, 240)
+    names = [_TIERS[i] for i in rng.integers(0, 3, 240)]
+    for hour in (5, 19, 40):
+        t = hour * 3600.0 + 60.0 * rng.integers(0, 600, 240).astype(np.float64)
+        assert _batched(params, names, 4, ids, t, 0, 64) == _one_by_one(params, names, 4, ids, t)
