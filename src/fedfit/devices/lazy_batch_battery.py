@@ -36,13 +36,14 @@ def _floor(x: FloatArray) -> IntArray:
 def levels(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
            offset_h: FloatArray) -> tuple[FloatArray, BoolArray]:
     """``lazy_battery.battery_at`` of every device at its ``t``: (level, charging)."""
-    planned = sessions(p, rows, seed, ids, t, offset_h)
-    anchors = stem(seed, ids, _BATTERY, _ANCHOR).uniforms(_floor(t / DAY_S) - 1)
-    return batteries(p, rows, seed, ids, t, planned, anchors)
+    keys = stem(seed, ids, _BATTERY)  # (seed, device, _BATTERY) hashed once for every battery draw
+    planned = sessions(p, rows, seed, ids, t, offset_h, keys)
+    anchors = keys.uniforms(_ANCHOR, _floor(t / DAY_S) - 1)
+    return batteries(p, rows, seed, ids, t, planned, anchors, keys)
 
 
-def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
-              offset_h: FloatArray) -> tuple[FloatArray, FloatArray]:
+def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray, offset_h: FloatArray,
+             battery: Stem) -> tuple[FloatArray, FloatArray]:
     """``lazy_battery.sessions`` of every device for its ``t``'s day, less those that cannot
     change its level at ``t``: session starts and ends, one row per device in the order of the
     sorted ``(start, end)`` tuples, padded with infinities (at least one column). The three days
@@ -51,10 +52,12 @@ def sessions(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray
     A session that ends by the anchor (the midnight ``battery_at`` plays from) is clamped to an
     empty one there, which leaves the level, the time and the low-battery reaction as they were;
     one that starts after ``t`` is never reached. Both are dropped (as infinities), so the
-    devices are played forward in as many passes as the most sessions any of them lives through."""
+    devices are played forward in as many passes as the most sessions any of them lives through.
+    ``battery``: ``stem(seed, ids, _BATTERY)``."""
     day = _floor(t / DAY_S)
     days = np.stack([day - 2, day - 1, day], axis=1)
-    keys = stem(seed, ids[:, None], _BATTERY)  # a row per device, hashed once for its days' draws
+    assert not isinstance(battery.state, int)
+    keys = Stem((seed, ids[:, None], _BATTERY), battery.state[:, None])  # a row per device, for its days' draws
     starts, ends = _windows(p, rows, keys, days, offset_h)
     if rows.energy == "nightly":
         plug_starts, plug_ends = _plugins(p, seed, ids, keys, days)
@@ -113,11 +116,14 @@ def _plugins(p: TraceParams, seed: int, ids: IntArray, keys: Stem, days: IntArra
 
 
 def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArray,
-              planned: tuple[FloatArray, FloatArray], anchors: FloatArray) -> tuple[FloatArray, BoolArray]:
+              planned: tuple[FloatArray, FloatArray], anchors: FloatArray,
+              battery: Stem) -> tuple[FloatArray, BoolArray]:
     """``lazy_battery.battery_at`` of every device: its sessions (:func:`sessions`) played
     forward together, one session a pass. A user's reaction to a low battery (a top-up session
-    inserted mid-play) is held as each device's one extra session; a device that would need a
-    second one while the first still waits is played by ``battery_at`` itself.
+    inserted mid-play) is held as each device's one extra session, drawn and taken or set aside
+    in the pass the battery falls low (:meth:`_Play._react`); a device that would need a second
+    one while the first still waits is played by ``battery_at`` itself. ``battery``:
+    ``stem(seed, ids, _BATTERY)``.
 
     Most devices live through a few sessions and a few through many, so once at most half the
     rows still play they are packed (:class:`_Play`): every operation is elementwise, so a row's
@@ -125,7 +131,7 @@ def batteries(p: TraceParams, rows: Rows, seed: int, ids: IntArray, t: FloatArra
     each is played to its end alone (:mod:`fedfit.devices.lazy_battery_tail`)."""
     starts, ends = planned
     lo, hi = p.start_battery
-    play = _Play(p, rows, stem(seed, ids, _BATTERY, _REACT), t, lo + (hi - lo) * anchors, starts.shape[1])
+    play = _Play(p, rows, battery.then(_REACT), t, lo + (hi - lo) * anchors, starts.shape[1])
     listed_starts, listed_ends = np.ascontiguousarray(starts).ravel(), np.ascontiguousarray(ends).ravel()
     with np.errstate(invalid="ignore", divide="ignore"):  # finished devices carry infinities along
         while (live := int(np.count_nonzero(play.active))) > 0:
