@@ -227,7 +227,7 @@ class _Play:
             start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
         popped_start, popped_end = start, end
         start, end = np.maximum(start, now), np.maximum(end, now)
-        moving = active
+        moving = active  # every playing row takes a session (a reaction holds none back)
         if self.nightly and self.draining:
             low_at = now + np.maximum(0.0, level - p.low_battery) / self.drain
             hit = active & armed & (low_at < np.minimum(start, t))
