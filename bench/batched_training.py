@@ -15,7 +15,8 @@ an older ``src`` (no ``min_cohort``), ``--paths local batched`` measures the exe
 ``--fit`` measures instead what :mod:`fedfit.simulation.cohort_cost` is fitted to: the process
 CPU of ``train_cohort`` against ``train`` one by one on synthetic cohorts of equal data (2 and 10
 steps, with and without probes, the least of 3), and prints the non-negative least-squares fit
-of the cost model's constants (relative errors weighted equally) with each row's predicted ratio.
+of the cost model's constants (relative errors weighted equally), the ``simulation.batched_costs``
+block that makes a run use them (paste it into the config), and each row's predicted ratio.
 
     OMP_NUM_THREADS=1 PYTHONPATH=src nice .venv/bin/python bench/batched_training.py
     OMP_NUM_THREADS=1 PYTHONPATH=src nice .venv/bin/python bench/batched_training.py --fit
