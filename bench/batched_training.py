@@ -15,7 +15,8 @@ an older ``src`` (no ``min_cohort``), ``--paths local batched`` measures the exe
 ``--fit`` measures instead what :mod:`fedfit.simulation.cohort_cost` is fitted to: the process
 CPU of ``train_cohort`` against ``train`` one by one on synthetic cohorts of equal data (2 and 10
 steps, with and without probes, the least of 3), and prints the non-negative least-squares fit
-of the cost model's constants (relative errors weighted equally) with each row's predicted ratio.
+of the cost model's constants (relative errors weighted equally), the ``simulation.batched_costs``
+block that makes a run use them (paste it into the config), and each row's predicted ratio.
 
     OMP_NUM_THREADS=1 PYTHONPATH=src nice .venv/bin/python bench/batched_training.py
     OMP_NUM_THREADS=1 PYTHONPATH=src nice .venv/bin/python bench/batched_training.py --fit
@@ -38,12 +39,12 @@ from fedfit.training import OptimizerConfig
 from fedfit.types import Params, TrainPlan, Update
 
 
-def _workload(model: str, devices: int, samples: int) -> Workload:
+def _workload(model: str, devices: int, samples: int, seed: int = 0) -> Workload:
     kwargs = {"dataset": "fashion_mnist", "num_devices": devices, "partition": "dirichlet", "dirichlet_alpha": 1.0,
-              "seed": 0, "max_train_samples": samples * devices, "max_test_samples": 100}
+              "seed": seed, "max_train_samples": samples * devices, "max_test_samples": 100}
     data = build_federated_data(**kwargs)
     recipe = WorkloadRecipe(ModelSpec(model, data.input_shape, data.num_classes), tuple(sorted(kwargs.items())),
-                            seed=0, optimizer=OptimizerConfig(momentum=0.9))
+                            seed=seed, optimizer=OptimizerConfig(momentum=0.9))
     return Workload(recipe, data)
 
 
@@ -65,11 +66,14 @@ def _executor(path: str, workload: Workload) -> Executor:
     return BatchedExecutor(workload) if path == "batched" else BatchedExecutor(workload, min_cohort=2)  # type: ignore[call-arg]
 
 
-def measure(model: str, devices: int, samples: int, repeats: int, probes: bool, paths: list[str]) -> dict[str, float]:
+def measure(model: str, devices: int, samples: int, repeats: int, probes: bool, paths: list[str],
+            seed: int = 0) -> dict[str, float]:
     """Median wall and CPU s of each path's round, the median over repeats of local's CPU over
     each path's (paired: the paths' order rotates from repeat to repeat) and the largest
-    parameter difference from the first path."""
-    workload = _workload(model, devices, samples)
+    parameter difference from the first path. ``seed``: the partition's and the model's initial
+    weights' (seeded per cell, so a cell's figures do not depend on the cells run before it)."""
+    workload = _workload(model, devices, samples, seed)
+    torch.manual_seed(seed)
     params: Params = workload.recipe.model.build().state_dict()
     tasks = [TrainTask(TrainPlan(d, 0, micro_batch=16, lr=0.05, sigma_probe=probes, curvature_probe=probes), params)
              for d in range(devices) if len(workload.data.train[d].x) > 0]
@@ -96,7 +100,7 @@ def _table(args: argparse.Namespace) -> None:
     for model in args.models:
         measure(model, 10, args.samples, 1, args.probes, paths)  # warm-up: first calls of each kernel
         for devices in args.devices:
-            r = measure(model, devices, args.samples, args.repeats, args.probes, paths)
+            r = measure(model, devices, args.samples, args.repeats, args.probes, paths, args.seed)
             cpu = [r[f"{p}_cpu_s"] for p in paths]
             print(f"| {model} | {devices} | {args.probes} | " + " | ".join(f"{c:.3f}" for c in cpu) + " | " +
                   " | ".join(f"{r[f'{p}_ratio']:.2f}x" for p in paths[1:]) +
@@ -109,6 +113,7 @@ def main() -> None:
     parser.add_argument("--devices", nargs="+", type=int, default=[2, 5, 10, 20, 100])
     parser.add_argument("--samples", type=int, default=40, help="mean training samples per device")
     parser.add_argument("--repeats", type=int, default=6, help="rounds per path (median)")
+    parser.add_argument("--seed", type=int, default=0, help="the partition's and the initial weights'")
     parser.add_argument("--probes", action="store_true", help="every plan asks the σ² and curvature probes")
     parser.add_argument("--paths", nargs="+", default=["local", "batched", "vectorised"],
                         choices=["local", "batched", "vectorised"], help="the first is the reference")

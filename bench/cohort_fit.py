@@ -47,6 +47,12 @@ def _cpu_ms(model: str, g: int, steps: int, probes: bool, repeats: int = 3) -> t
     return model_work(module, data[0][0][0]), 1000 * min(local), 1000 * min(batched)
 
 
+def config_block(costs: CohortCosts) -> str:
+    """The YAML that makes a run use ``costs`` (``simulation.batched_costs``; the margin stays)."""
+    values = ", ".join(f"{f.name}: {getattr(costs, f.name)}" for f in fields(CohortCosts) if f.name != "margin")
+    return f"simulation:\n  batched_costs: {{{values}}}"
+
+
 def _unit(names: list[str], **values: float) -> CohortCosts:
     """Costs with every constant 0 but ``values`` (margin 0)."""
     return CohortCosts(**{f.name: values.get(f.name, 0.0) for f in fields(CohortCosts)})
@@ -77,7 +83,7 @@ def fit(models: list[str], devices: list[int]) -> CohortCosts:
                     print(f"measured {model} G={g} steps={steps} probes={probes}: local {local:.1f} ms, "
                           f"batched {batched:.1f} ms", flush=True)
     costs = CohortCosts(**_solve(rows, LOCAL, "local"), **_solve(rows, BATCHED, "batched"))
-    print(f"\n{costs}\n\n| model | G | steps | probes | local ms | batched ms | ratio | predicted ratio | "
+    print(f"\n{costs}\n\nFor this machine's config (simulation.batched_costs):\n\n{config_block(costs)}\n\n| model | G | steps | probes | local ms | batched ms | ratio | predicted ratio | "
           "vectorised |\n|---|---|---|---|---|---|---|---|---|")
     for model, work, g, steps, probes, local, batched in rows:
         kwargs = {"batch": 16, "probing": g if probes else 0, "costs": costs}

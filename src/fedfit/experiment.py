@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fedfit.automode import ModeSwitch
 from fedfit.autorevise import AutoReviser
@@ -26,6 +26,7 @@ from fedfit.sources import UserSources, exchange
 from fedfit.policy.auto import AutoDecision
 from fedfit.policy.width import WidthPlanner
 from fedfit.simulation.batched import BatchedExecutor
+from fedfit.simulation.cohort_cost import MEASURED
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.threaded import ThreadExecutor
@@ -65,7 +66,8 @@ def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Worklo
         return ProcessPoolExecutor(recipe, config.simulation.workers, workload, config.simulation.start_method)
     if config.simulation.executor == "batched":
         least = config.simulation.batched_min_cohort
-        return BatchedExecutor(workload, min_cohort=None if least == "auto" else least)
+        return BatchedExecutor(workload, min_cohort=None if least == "auto" else least,
+                               costs=replace(MEASURED, **config.simulation.batched_costs.overrides()))
     if config.simulation.executor == "threads":
         return ThreadExecutor(workload, config.simulation.workers)
     if config.simulation.executor == "ray":

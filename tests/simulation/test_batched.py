@@ -141,7 +141,7 @@ def test_auto_asks_the_cost_model_and_trains_refused_chunks_one_by_one(monkeypat
     effective batch and probing count; a refused chunk trains exactly as ``local``."""
     workload = _workload()
     asked: list[tuple[list[int], int, int]] = []
-    monkeypatch.setattr(batched, "vectorise", lambda work, steps, *, batch, probing:
+    monkeypatch.setattr(batched, "vectorise", lambda work, steps, *, batch, probing, costs:
                         asked.append((list(steps), batch, probing)) or False)
     monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: pytest.fail("a refused chunk was vectorised"))
     executor = BatchedExecutor(workload)
@@ -180,3 +180,48 @@ def test_the_setting_reaches_the_executor_and_rejects_one() -> None:
         parse_config({"simulation": {"executor": "batched", "batched_min_cohort": 1}})
     assert parse_config({}).simulation.batched_min_cohort == "auto"
     assert parse_config({"simulation": {"batched_min_cohort": 8}}).simulation.batched_min_cohort == 8
+
+
+def _vectorised_cohorts(monkeypatch: pytest.MonkeyPatch, executor: BatchedExecutor) -> list[list[int]]:
+    cohorts: list[list[int]] = []
+    train_cohort = batched.train_cohort
+    monkeypatch.setattr(batched, "train_cohort", lambda *a, **k: cohorts.append(sorted(p.device_id for p in a[3]))
+                        or train_cohort(*a, **k))
+    for handle in [executor.submit(t) for t in _tasks(executor.workload)]:
+        handle.result()
+    return sorted(cohorts)
+
+
+def test_batched_costs_from_the_config_decide_which_chunks_are_vectorised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``simulation.batched_costs`` replaces the cost model's constants it names: with one by one
+    priced at nothing no chunk is vectorised; with vectorising priced at nothing every chunk is."""
+    from fedfit.config import parse_config
+    from fedfit.experiment import _executor
+    from fedfit.simulation.cohort_cost import MEASURED
+
+    def executor(costs: dict[str, float]) -> BatchedExecutor:
+        config = parse_config({"simulation": {"executor": "batched", "batched_costs": costs}})
+        workload = _workload()
+        built = _executor(config, workload.recipe, workload)
+        assert isinstance(built, BatchedExecutor)
+        return built
+
+    free_one_by_one = {"task": 0.0, "step": 0.0, "mac": 0.0}
+    assert executor(free_one_by_one).costs == dataclasses.replace(MEASURED, **free_one_by_one)
+    assert _vectorised_cohorts(monkeypatch, executor(free_one_by_one)) == []
+    free_vectorised = {k: 0.0 for k in ("cohort", "cohort_step", "device_step", "stacked_mac", "stacked_param")}
+    monkeypatch.undo()
+    assert _vectorised_cohorts(monkeypatch, executor({**free_vectorised, "margin": 0.0})) == [[0, 2, 4, 6], [1, 7]]
+
+
+def test_batched_costs_name_every_constant_and_reject_bad_ones() -> None:
+    from fedfit.config import parse_config
+    from fedfit.config.batched_costs import BatchedCostsConfig
+    from fedfit.errors import ConfigError
+    from fedfit.simulation.cohort_cost import CohortCosts
+
+    assert set(BatchedCostsConfig.model_fields) == {f.name for f in dataclasses.fields(CohortCosts)}
+    assert parse_config({}).simulation.batched_costs.overrides() == {}
+    for bad in ({"tsak": 1.0}, {"step": -1.0}, {"step": True}, {"step": "fast"}):
+        with pytest.raises((ConfigError, ValueError), match="batched_costs"):
+            parse_config({"simulation": {"batched_costs": bad}})

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from fedfit.bounded import MAX_TRACE_BYTES
+from fedfit.config.batched_costs import BatchedCostsConfig
 from fedfit.config.base import Fraction, NonNegativeInt, PositiveInt, Section
 
 
@@ -235,7 +236,8 @@ class SimulationConfig(Section):
     intra-op thread per task (:mod:`fedfit.simulation.threads`). ``batched``: in this process, a
     round's devices with the same plan shape trained as one vectorised op (:mod:`fedfit.simulation.batched`).
     ``batched_min_cohort``: ``batched`` vectorises a cohort of at least this many devices;
-    ``"auto"``: those a CPU cost model predicts cheaper vectorised (:mod:`fedfit.simulation.cohort_cost`).
+    ``"auto"``: those a CPU cost model predicts cheaper vectorised (:mod:`fedfit.simulation.cohort_cost`),
+    whose constants ``batched_costs`` overrides (:mod:`fedfit.config.batched_costs`).
     ``ray_address``: the Ray cluster ``executor: ray`` joins (``"auto"`` or ``"HOST:PORT"``);
     ``None``: a local one (:mod:`fedfit.simulation.ray_executor`). ``threads``: in this process,
     devices trained concurrently on ``workers`` threads (:mod:`fedfit.simulation.threaded`).
@@ -249,6 +251,7 @@ class SimulationConfig(Section):
     ray_address: str | None = None
     start_method: Literal["auto", "fork", "spawn"] = "auto"
     batched_min_cohort: Annotated[int, Field(ge=2)] | Literal["auto"] = "auto"
+    batched_costs: BatchedCostsConfig = BatchedCostsConfig()
 
 
 class OutputConfig(Section):

@@ -23,7 +23,7 @@ from collections import defaultdict
 
 import torch
 
-from fedfit.simulation.cohort_cost import ModelWork, model_work, vectorise
+from fedfit.simulation.cohort_cost import MEASURED, CohortCosts, ModelWork, model_work, vectorise
 from fedfit.simulation.threads import pinned
 from fedfit.simulation.workload import TrainTask, Workload
 from fedfit.training.batched import CohortKey, batchable_model, batchable_plan, cohort_key, planned_steps, train_cohort
@@ -63,11 +63,11 @@ class BatchedExecutor:
     """Trains in this process, lazily, vectorising the devices that share a plan shape.
 
     ``min_cohort``: vectorise every chunk of at least this many devices; ``None`` (``auto``): the
-    chunks the cost model predicts cheaper vectorised."""
+    chunks the cost model, with the constants ``costs``, predicts cheaper vectorised."""
 
-    def __init__(self, workload: Workload, *, min_cohort: int | None = None) -> None:
+    def __init__(self, workload: Workload, *, min_cohort: int | None = None, costs: CohortCosts = MEASURED) -> None:
         self.workload = workload
-        self.min_cohort = min_cohort
+        self.min_cohort, self.costs = min_cohort, costs
         self._pending: list[_CohortHandle] = []
         self._work: dict[float, ModelWork] = {}
 
@@ -110,7 +110,7 @@ class BatchedExecutor:
             self._work[plan.width] = model_work(self.workload.module(plan.width), inputs[0][0])
         steps = [planned_steps(len(h.inputs[0]) if h.inputs is not None else 0, h.task.plan) for h in chunk]
         return vectorise(self._work[plan.width], steps, batch=max(cohort_key(plan)[2]),
-                         probing=sum(h.task.plan.sigma_probe for h in chunk))
+                         probing=sum(h.task.plan.sigma_probe for h in chunk), costs=self.costs)
 
     def _batchable(self, handle: _CohortHandle) -> bool:
         """Whether the task can join a vectorised group (its inputs are kept on the handle)."""

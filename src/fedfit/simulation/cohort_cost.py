@@ -12,9 +12,9 @@ sample, and n of them asking DYNAMITE's probes (CPU milliseconds; M, P in millio
               + [n > 0]·cohort_probe + n·(device_probe + stacked_probe_mac·B·M + stacked_probe_param·P)
 
 The constants (:data:`MEASURED`) are a non-negative least-squares fit to the per-cohort CPU times
-of logistic regression, the zoo MLP and the CNN at 2 to 100 devices, 2 and 10 steps, with and
-without probes (``bench/batched_training.py --fit``; bench/RESULTS.md, "Batched executor: when to
-vectorise"). Only ratios matter: a slower host scales both sides. The cohort is vectorised when
+of logistic regression, the zoo MLP and the CNN at 2 to 64 devices, 2 and 10 steps, with and
+without probes (``bench/batched_training.py --fit``; bench/RESULTS.md, "Batched executor, bat15b"),
+on the machine fedfit is developed on; ``simulation.batched_costs`` takes another machine's. Only ratios matter: a slower host scales both sides. The cohort is vectorised when
 one by one is predicted at least :attr:`CohortCosts.margin` dearer, so that a near tie, where the
 fit's error is larger than the gain, trains one by one (never slower than ``local``).
 
@@ -66,9 +66,10 @@ class CohortCosts:
 
 
 #: Fitted by ``bench/batched_training.py --fit`` (one intra-op thread, plain SGD, batch 16).
-MEASURED = CohortCosts(task=0.441, step=0.201, mac=0.194, probe=1.642, probe_mac=0.743,
-                       cohort=2.56, cohort_step=1.605, device_step=0.071, stacked_mac=0.173, stacked_param=1.977,
-                       cohort_probe=2.532, device_probe=0.113, stacked_probe_mac=0.59, stacked_probe_param=25.612)
+#: ``simulation.batched_costs`` overrides any of them (another machine's fit).
+MEASURED = CohortCosts(task=0.412, step=0.256, mac=0.214, probe=1.549, probe_mac=0.96,
+                       cohort=2.14, cohort_step=1.649, device_step=0.084, stacked_mac=0.183, stacked_param=4.704,
+                       cohort_probe=1.575, device_probe=0.254, stacked_probe_mac=0.802, stacked_probe_param=17.812)
 
 
 def local_ms(work: ModelWork, steps: Sequence[int], *, batch: int, probing: int,

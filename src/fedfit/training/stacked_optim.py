@@ -7,9 +7,13 @@ active for a prefix of the steps, so all active devices have taken the same numb
 not ``active`` in a step keeps its parameters and optimiser state: its slices are saved before
 the step and put back after, so a device with fewer steps than the cohort's longest ends
 exactly where it would alone. FedProx's proximal gradient μ·(w − w_global) is added to the
-gradient before the step, as the trainer does. At the first step the stacked parameters are
-copied into their gradients' memory layout (under ``vmap`` a linear layer's weight gradient comes
-transposed), so the update walks both tensors contiguously rather than one against its strides.
+gradient before the step, as the trainer does. Under ``vmap`` a linear layer's weight gradient
+comes transposed in memory; it is copied into the parameters' layout (a contiguous stack, each
+device's slice laid out as its own weight one by one), so the update walks both tensors
+contiguously and the next forward pass takes the kernel one by one takes. (Copying the parameters
+into the gradients' layout instead saves that copy, but a narrow layer's forward pass then rounds
+about twice as much, and the cohort drifts from one-by-one training faster than float32 rounding
+of either: bench/RESULTS.md, "Batched executor, bat15b".)
 
 >>> p = {"w": torch.tensor([[1.0], [1.0]])}
 >>> opt = StackedOptimizer(p, 0.5, OptimizerConfig())
@@ -35,19 +39,12 @@ class StackedOptimizer:
         self._lr, self._config = lr, config
         self._opt: torch.optim.Optimizer | None = None
 
-    def _laid_out(self, grads: Params) -> torch.optim.Optimizer:
-        """The optimiser, its parameters first copied into their gradients' memory layout."""
-        for name, p in self.params.items():
-            if p.stride() != grads[name].stride():
-                self.params[name] = torch.empty_like(grads[name]).copy_(p)
-        return make_optimizer(self.params.values(), self._lr, self._config)
-
     def step(self, grads: Params, *, active: torch.Tensor) -> Params:
         """Step the ``active`` devices with their ``grads``; returns the (updated) parameters."""
         if self._opt is None:
-            self._opt = self._laid_out(grads)
+            self._opt = make_optimizer(self.params.values(), self._lr, self._config)
         for name, p in self.params.items():
-            g = grads[name]
+            g = grads[name] if grads[name].stride() == p.stride() else grads[name].contiguous()
             p.grad = g + self._mu * (p - self._anchor[name]) if self._anchor else g
         idle = (~active).nonzero().flatten()
         saved = self._slices(idle) if len(idle) else []
