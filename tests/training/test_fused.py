@@ -1,4 +1,5 @@
-"""The fused micro-step of the zoo's linear stacks: bit for bit what autograd's step gives."""
+"""The fused micro-step of the zoo's linear stacks, and the whole plain-SGD step built on it: bit
+for bit what autograd's step and PyTorch's SGD give."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import torch
 from fedfit.models import ModelSpec
 from fedfit.models.zoo import MLP
 from fedfit.training import techniques
-from fedfit.training.fused import fused_step
-from fedfit.training.optimizers import OptimizerConfig
+from fedfit.training.fused import fused_step, fused_steps
+from fedfit.training.optimizers import EagerSGD, OptimizerConfig
 from fedfit.training.trainer import train
 from fedfit.types import TrainPlan, Update
 
@@ -38,7 +39,7 @@ def _train(name: str, width: float, rate: float, fields: dict[str, object], opt:
     params = {k: v.detach().clone() for k, v in model.state_dict().items()}
     with monkeypatch.context() as m:
         if not fused:
-            m.setattr(techniques, "fused_step", lambda model: None)
+            m.setattr(techniques, "fused_steps", lambda model, opt: None)
         x, y = _data()
         return train(model, params, x, y, TrainPlan(3, 2, lr=0.05, **fields), seed=1, optimizer=opt)  # type: ignore[arg-type]
 
@@ -82,3 +83,51 @@ def test_other_models_hooks_frozen_parameters_and_evaluation_mode_keep_autograd(
     tensor_hook.linear.bias.register_hook(lambda g: g)
     assert fused_step(tensor_hook) is None
     assert fused_step(ModelSpec("mlp", (1, 28, 28), 10).build()) is not None
+
+
+WHOLE = [  # (model, width, scaler rate, micro-batch, effective batch, weight decay)
+    ("mlp", 1.0, 1.0, 16, 16, 0.0),
+    ("mlp", 0.5, 0.5, 5, 13, 1e-2),  # three micro-batches accumulated, the last one short
+    ("logreg", 1.0, 1.0, 8, 8, 1e-3),
+]
+
+
+@pytest.mark.parametrize("case", WHOLE)
+def test_whole_sgd_step_equals_autograd_and_torch_sgd(case: tuple[str, float, float, int, int, float]) -> None:
+    name, width, rate, micro, batch, decay = case
+    spec = ModelSpec(name, (1, 28, 28), 10)
+    torch.manual_seed(0)
+    fused, ref = spec.build(width), spec.build(width)
+    for model in (fused, ref):
+        if isinstance(model, MLP):
+            model.scaler.rate = rate
+    ref.load_state_dict(fused.state_dict())
+    x, y = _data(3 * batch)
+    steps = fused_steps(fused, EagerSGD(fused.parameters(), lr=0.1, weight_decay=decay))
+    assert steps is not None and steps[1] is not None
+    whole = steps[1]
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, weight_decay=decay)  # PyTorch's own update
+    for idx in torch.randperm(3 * batch, generator=torch.Generator().manual_seed(2)).split(batch):
+        got = whole(x, y, idx, micro)
+        opt.zero_grad()
+        want = 0.0
+        for part in idx.split(micro):
+            loss = torch.nn.functional.cross_entropy(ref(x[part]), y[part], reduction="sum") / len(idx)
+            loss.backward()
+            want += float(loss.detach()) * len(idx)
+        opt.step()
+        assert got == want
+    assert all(torch.equal(p, q) for p, q in zip(fused.parameters(), ref.parameters(), strict=True))
+    assert all(p.grad is None for p in fused.parameters())  # the gradients live in the step, never on the model
+
+
+def test_whole_step_only_for_plain_sgd_over_every_parameter() -> None:
+    model = ModelSpec("mlp", (1, 28, 28), 10).build()
+    plain = fused_steps(model, EagerSGD(model.parameters(), lr=0.1))
+    assert plain is not None and plain[1] is not None
+    for opt in (EagerSGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(model.parameters()),
+                torch.optim.SGD(model.parameters(), lr=0.1), EagerSGD(list(model.parameters())[:2], lr=0.1)):
+        steps = fused_steps(model, opt)
+        assert steps is not None and steps[1] is None, type(opt).__name__
+    cnn = ModelSpec("cnn", (1, 28, 28), 10).build()
+    assert fused_steps(cnn, EagerSGD(cnn.parameters(), lr=0.1)) is None

@@ -13,6 +13,12 @@ to autograd's (``tests/training/test_fused.py``), at about 15% less CPU per step
 graph, its saved-variable bookkeeping and its node dispatch are what a small model's step
 spends beside its three matrix products.
 
+With plain SGD (:class:`~fedfit.training.optimizers.EagerSGD` without momentum) a whole trainer
+step (zero the gradients, every micro-batch of the effective batch, the update) is one call,
+:func:`fused_steps`' batch step: the gradients are held in a list rather than set on the
+parameters, and the update is ``EagerSGD``'s own ``torch._foreach`` calls on that list, so the
+weights are bit-identical to the three calls it replaces, without their per-step Python.
+
 Only exact instances of the zoo's classes, with no hooks on any module or parameter, take this
 path; anything else (techniques, local DP, custom models) keeps autograd.
 """
@@ -26,10 +32,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedfit.models import MLP, LogisticRegression
-from fedfit.training.program import MicroStep
+from fedfit.training.optimizers import EagerSGD
+from fedfit.training.program import BatchStep, MicroStep
 
 #: ``nll_loss``'s reduction code for ``sum`` and its default ``ignore_index``.
 _SUM, _IGNORE = 2, -100
+
+#: Each linear layer's weight and bias, flat (``[w0, b0, w1, b1, ...]``, the model's parameter order).
+Linears = Sequence[torch.Tensor]
+#: The loss's divisor and gradient seed per (effective batch n, dtype): n and 1 / n, never written to.
+Seeds = dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]]
 
 
 def _hooked(model: nn.Module) -> bool:
@@ -55,73 +67,134 @@ def _layers(model: nn.Module) -> tuple[list[nn.Linear], float] | None:
     return None
 
 
-def fused_step(model: nn.Module) -> MicroStep | None:
-    """The plain micro-step of ``model`` without autograd, or ``None`` when it has no fused one."""
+def _fusable(model: nn.Module) -> tuple[list[torch.Tensor], float] | None:
+    """A fusable model's tensors (:data:`Linears`, looked up once per task rather than through
+    ``Module.__getattr__`` every step: loading a state and stepping write them in place) and rate."""
     found = _layers(model)
     if found is None or _hooked(model) or not model.training:
         return None
-    layers, rate = found
-    # each layer's parameters, looked up once per task rather than through ``Module.__getattr__``
-    # twice a layer each way every step (the same tensors: loading a state and stepping write them in place)
-    params = [(layer.weight, layer.bias) for layer in layers]
-    seeds: dict[tuple[int, torch.dtype], torch.Tensor] = {}  # the loss's gradient seed per n: 1 / n, never written to
+    return [t for layer in found[0] for t in (layer.weight, layer.bias)], found[1]
+
+
+def fused_steps(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[MicroStep, BatchStep | None] | None:
+    """The plain micro-step of ``model`` without autograd and, when ``opt`` steps as plain SGD over
+    exactly its tensors, the whole trainer step; ``None`` when ``model`` has no fused step."""
+    found = _fusable(model)
+    if found is None:
+        return None
+    params, rate = found
+    return _micro_step(params, rate), _sgd_batch(params, rate, opt) if _plain_sgd(opt, params) else None
+
+
+def fused_step(model: nn.Module) -> MicroStep | None:
+    """The plain micro-step of ``model`` without autograd, or ``None`` when it has no fused one."""
+    found = _fusable(model)
+    return None if found is None else _micro_step(*found)
+
+
+def _micro_step(params: Linears, rate: float) -> MicroStep:
+    """The micro-step setting (first micro-batch) or adding to each parameter's ``.grad``."""
+    seeds: Seeds = {}
 
     def step(xs: torch.Tensor, ys: torch.Tensor, n: int) -> torch.Tensor:
+        grads = [p.grad for p in params]
         with torch.no_grad():
-            inputs, relus = _forward(params, rate, xs.flatten(1))
-            logp = torch.log_softmax(relus.pop(), 1)
-            total, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, _SUM, _IGNORE)
-            loss = total / n
-            del total
-            seed = seeds.get((n, loss.dtype))
-            if seed is None:
-                seed = seeds[n, loss.dtype] = torch.ones_like(loss) / n
-            grad = torch.ops.aten.nll_loss_backward(seed, logp, ys, None, _SUM, _IGNORE, weight)
-            held = [torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)]
-            del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
-            _backward(params, rate, inputs, relus, held)
+            loss = _micro(params, rate, seeds, xs, ys, n, grads)
+        for p, g in zip(params, grads, strict=True):
+            if p.grad is not g:
+                p.grad = g
         return loss
 
     return step
 
 
-#: Each linear layer's (weight, bias).
-Linears = Sequence[tuple[torch.Tensor, torch.Tensor]]
+def _plain_sgd(opt: torch.optim.Optimizer, params: Linears) -> bool:
+    """Whether ``opt`` steps as :meth:`EagerSGD._plain` over exactly ``params``: one group, no
+    momentum, no hooks."""
+    if type(opt) is not EagerSGD or len(opt.param_groups) != 1:
+        return False
+    group = opt.param_groups[0]
+    same = len(group["params"]) == len(params) and all(a is b for a, b in zip(group["params"], params, strict=True))
+    return same and group["momentum"] == 0 and not (group["maximize"] or group["differentiable"] or group["fused"]) \
+        and not (opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks)
 
 
-def _forward(layers: Linears, rate: float, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Each layer's input, and each hidden layer's ReLU output then the logits (last)."""
-    inputs, outputs = [], []
-    last = len(layers) - 1
-    for i, (weight, bias) in enumerate(layers):
+def _sgd_batch(params: Linears, rate: float, opt: torch.optim.Optimizer) -> BatchStep:
+    """The whole step: the micro-batches' gradients into a list, then :meth:`EagerSGD._plain`'s
+    update from it (weight decay ``g + wd·w``, then ``w − lr·g``, read from the optimiser's group
+    at every step)."""
+    group, flat = opt.param_groups[0], list(params)
+    seeds: Seeds = {}
+
+    def batch(x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
+        total, n = 0.0, idx.shape[0]
+        grads: list[torch.Tensor | None] = [None] * len(params)
+        with torch.no_grad():
+            for part in (idx,) if n <= micro else idx.split(micro):
+                total += float(_micro(params, rate, seeds, x.index_select(0, part), y.index_select(0, part), n, grads)) * n
+            held = [g for g in grads if g is not None]  # every tensor has one: each layer is on the path
+            if group["weight_decay"] != 0:
+                held = list(torch._foreach_add(held, flat, alpha=group["weight_decay"]))
+            torch._foreach_add_(flat, held, alpha=-group["lr"])
+        return total
+
+    return batch
+
+
+def _micro(params: Linears, rate: float, seeds: Seeds, xs: torch.Tensor, ys: torch.Tensor, n: int,
+           grads: list[torch.Tensor | None]) -> torch.Tensor:
+    """One micro-batch (gradient mode off): returns its summed cross-entropy / ``n`` and sets
+    (``None`` slot) or adds in place each tensor's gradient in ``grads``, last layer first."""
+    inputs = _forward(params, rate, xs.flatten(1))
+    logp = torch.log_softmax(inputs.pop(), 1)
+    total, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, _SUM, _IGNORE)
+    key = (n, total.dtype)
+    divisor, seed = seeds.get(key) or seeds.setdefault(key, (torch.full_like(total, n), torch.ones_like(total) / n))
+    loss = torch.div(total, divisor)  # total / n, without wrapping the number n in a tensor every step
+    del total
+    grad = torch.ops.aten.nll_loss_backward(seed, logp, ys, None, _SUM, _IGNORE, weight)
+    held = [torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)]
+    del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
+    _backward(params, rate, inputs, held, grads)
+    return loss
+
+
+def _forward(params: Linears, rate: float, x: torch.Tensor) -> list[torch.Tensor]:
+    """Each layer's input (a hidden layer's: its ReLU output, made in place), then the logits."""
+    inputs = []
+    last = len(params) - 2
+    for i in range(0, last + 2, 2):
         inputs.append(x)
-        x = F.linear(x, weight, bias)
+        x = F.linear(x, params[i], params[i + 1])
         if i < last:
-            x = torch.relu(x / rate if rate != 1.0 else x)
-        outputs.append(x)
-    return inputs, outputs
+            if rate != 1.0:
+                x.div_(rate)
+            x.relu_()
+    inputs.append(x)
+    return inputs
 
 
-def _backward(layers: Linears, rate: float, inputs: list[torch.Tensor], relus: list[torch.Tensor],
-              held: list[torch.Tensor]) -> None:
-    """Accumulate every layer's weight and bias gradient, last layer first, as the engine does,
+def _backward(params: Linears, rate: float, inputs: list[torch.Tensor], held: list[torch.Tensor],
+              grads: list[torch.Tensor | None]) -> None:
+    """Each layer's weight and bias gradient into ``grads``, last layer first, as the engine does,
     from the logits' gradient (``held``, taken out so that no caller keeps it alive): each layer's
-    input and ReLU output are dropped once used, as the engine releases saved tensors."""
+    input is dropped once used, as the engine releases saved tensors."""
     grad = held.pop()
-    for i in range(len(layers) - 1, -1, -1):
-        (weight, bias), x = layers[i], inputs.pop()
-        _accumulate(weight, grad.t().mm(x))
-        _accumulate(bias, grad.sum(0))
+    for i in range(len(params) - 2, -1, -2):
+        x = inputs.pop()
+        _accumulate(grads, i, grad.t().mm(x))
+        _accumulate(grads, i + 1, grad.sum(0))
         if i == 0:
             return
-        grad = torch.ops.aten.threshold_backward(grad.mm(weight), relus.pop(), 0)
+        grad = torch.ops.aten.threshold_backward(grad.mm(params[i]), x, 0)  # x: the ReLU's output
         del x
         if rate != 1.0:
             grad = grad / rate
 
 
-def _accumulate(param: torch.Tensor, grad: torch.Tensor) -> None:
-    if param.grad is None:
-        param.grad = grad
+def _accumulate(grads: list[torch.Tensor | None], i: int, grad: torch.Tensor) -> None:
+    held = grads[i]
+    if held is None:
+        grads[i] = grad
     else:
-        param.grad += grad
+        held += grad

@@ -17,6 +17,9 @@ from fedfit.types import Params
 
 #: Forward + backward of one micro-batch ``(xs, ys, effective_batch) -> summed loss / effective_batch``.
 MicroStep = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+#: A whole optimiser step over the effective batch ``idx`` of ``(x, y)`` in micro-batches of ``micro``
+#: samples (zero the gradients, every micro-step, the update) ``(x, y, idx, micro) -> summed loss``.
+BatchStep = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], float]
 #: The update's parameters and masks (``None``: every returned tensor held whole).
 Finish = Callable[[], tuple[Params, dict[str, torch.Tensor] | None]]
 
@@ -65,12 +68,15 @@ class Program:
         optimizers: the optimisers stepped after each effective batch.
         finish: the update's parameters and masks, after training.
         after_step: run after every optimiser step (e.g. scatter compact values back).
+        batch_step: the same zero_grad, micro-steps and step in one call, for a trainer step
+            with nothing between the micro-steps and the update (no FedProx); ``None``: none.
     """
 
     micro_step: MicroStep
     optimizers: tuple[torch.optim.Optimizer, ...]
     finish: Finish
     after_step: Callable[[], None] = field(default=_nothing)
+    batch_step: BatchStep | None = None
 
     def zero_grad(self) -> None:
         for opt in self.optimizers:

@@ -19,7 +19,7 @@ from fedfit.training import qat
 from fedfit.training.checkpointing import layered_forward
 from fedfit.training.dp_sgd import dp_sgd_step, noise_generator
 from fedfit.training.freezing import freeze_except, importance_stages
-from fedfit.training.fused import fused_step
+from fedfit.training.fused import fused_steps
 from fedfit.training.optimizers import OptimizerConfig, make_optimizer
 from fedfit.training.partial import compact_program, mask_generator, random_masks
 from fedfit.training.program import Program, loss_step, state_of
@@ -105,9 +105,11 @@ def build_program(model: nn.Module, plan: TrainPlan, optimizer: OptimizerConfig,
         dp = optimizer.local_dp
         if dp:
             step = dp_sgd_step(model, dp, noise_generator(dp.seed, plan.device_id, plan.round))
-        else:  # the zoo's linear stacks step without autograd, bit-identically (fedfit.training.fused)
-            step = fused_step(model) or loss_step(model)
-        return Program(step, (opt,), lambda: (state_of(model), None))
+            return Program(step, (opt,), lambda: (state_of(model), None))
+        # the zoo's linear stacks step without autograd, bit-identically (fedfit.training.fused)
+        fused = fused_steps(model, opt)
+        step, batch = fused if fused is not None else (loss_step(model), None)
+        return Program(step, (opt,), lambda: (state_of(model), None), batch_step=batch)
     if optimizer.local_dp is not None:
         raise PlanError("techniques: local DP-SGD cannot be combined with memory techniques")
     check_techniques(t, len(stages_of(model)))

@@ -142,19 +142,24 @@ def train(
     start_loss: float | None = None
     probing, sigma2 = plan.sigma_probe and not plan.techniques.active and optimizer.local_dp is None, None
     curvature: float | None = None
+    whole = None if anchor else program.batch_step  # FedProx adds its gradient between micro-steps and step
     for idx, micro in _batches(len(x), plan, gen, at_epoch, ran):
+        batch = idx.shape[0]
         if probing and steps == 0 and plan.curvature_probe:  # at the received model, before the first step
-            sigma2, curvature = half_batch_probe(model, x, y, idx, _next_batch(len(x), len(idx), seed, plan))
+            sigma2, curvature = half_batch_probe(model, x, y, idx, _next_batch(len(x), batch, seed, plan))
         elif probing and steps == 0:
             sigma2 = half_batch_sigma2(model, x, y, idx)
-        program.zero_grad()
-        loss = _step(program.micro_step, x, y, idx, micro)
-        start_loss = loss / len(idx) if start_loss is None else start_loss
+        if whole is not None:
+            loss = whole(x, y, idx, micro)
+        else:
+            program.zero_grad()
+            loss = _step(program.micro_step, x, y, idx, micro)
+            if anchor:
+                _add_proximal_gradient(model, anchor, optimizer.proximal_mu)
+            program.step()
+        start_loss = loss / batch if start_loss is None else start_loss
         loss_sum += loss
-        if anchor:
-            _add_proximal_gradient(model, anchor, optimizer.proximal_mu)
-        program.step()
-        samples += len(idx)
+        samples += batch
         steps += 1
     program.zero_grad()
     model.zero_grad(set_to_none=True)  # no gradient outlives training: the copy below needs the room
