@@ -84,12 +84,7 @@ class DynamiteConfig(Section):
     whose round still fits that path and with which the bound is not worse
     (:mod:`fedfit.policy.dynamite.slack`): ``within_cap`` within the energy cap's joules,
     ``time_share`` its whole slack, ``off`` not at all; ``within_cap`` by default (measured
-    closer to the offline optimum, see the README). ``probe`` (with ``sigma_probe``): which rounds'
-    tasks carry the probes: ``every_round``, or ``until_settled``, until a round's pooled probe
-    moves the smoothed σ² (and curvature) by no more than its own standard error, then the
-    estimates are held and no task pays for a probe, or ``sampled``, the same stop and meanwhile
-    only the fewest devices whose standard error is within the estimate's last move, in turn
-    (:mod:`fedfit.policy.dynamite.probe_schedule`)."""
+    closer to the offline optimum, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -112,7 +107,6 @@ class DynamiteConfig(Section):
     curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
     sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
     slack_fill: Literal["off", "within_cap", "time_share"] = "within_cap"
-    probe: Literal["every_round", "until_settled", "sampled"] = "every_round"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

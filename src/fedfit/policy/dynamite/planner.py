@@ -28,7 +28,6 @@ from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.curvature import contraction
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.last_round import last_round_budget
-from fedfit.policy.dynamite.probe_schedule import probing_ids, sample_size
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
 from fedfit.policy.dynamite.search import (
     Assignment, assign_heterogeneous, closed_form_assignment, search_homogeneous,
@@ -85,7 +84,6 @@ class DynamitePlanner:
         self.spent_s, self.spent_j, self.observed = 0.0, 0.0, 0
         self.assignment: Assignment | None = None
         self.history: list[tuple[int, int, tuple[int, ...]]] = []  # (version, τ, b_i) per re-plan
-        self.probing: int | None = None  # devices whose tasks probe (``probe_schedule``); ``None``: all
 
     # -- writing plans -------------------------------------------------------------------
     def plan(self, device_id: int, round_: int, profile: DeviceProfile, state: DeviceState) -> TrainPlan:
@@ -96,19 +94,15 @@ class DynamitePlanner:
         micro = min(batch, cap)
         accumulation = math.ceil(batch / micro)
         steps_per_epoch = math.ceil(max(1, self.data_sizes(self.spent_s)[device_id]) / (micro * accumulation))
-        probe, curvature = self.probes(device_id)
+        probe, curvature = self.probes()
         return dataclasses.replace(plan, micro_batch=micro, accumulation_steps=accumulation, max_steps=tau,
                                    local_epochs=math.ceil(tau / steps_per_epoch), epoch_batches=(),
                                    sigma_probe=probe, curvature_probe=curvature)
 
-    def probes(self, device_id: int | None = None) -> tuple[bool, bool]:
-        """(σ², curvature) probes the plans now written ask for (``device_id``'s: ``probe_schedule``
-        may leave some devices out; ``None``: any device's); the rounds are priced with them."""
-        s, ids = self.settings, self.registry.ids()
-        probe = s.sigma_probe and self.probing != 0 and (s.adapt or self.observed < s.warmup_rounds)
-        if probe and device_id is not None and self.probing is not None:
-            probe = device_id in probing_ids(ids, self.probing, self.observed)
-        return probe, probe and s.noise_model == "curvature"
+    def probes(self) -> tuple[bool, bool]:
+        """(σ², curvature) probes the plans now written ask for; the rounds are priced with them."""
+        probe = self.settings.sigma_probe and (self.settings.adapt or self.observed < self.settings.warmup_rounds)
+        return probe, probe and self.settings.noise_model == "curvature"
 
     def current(self) -> Assignment:
         """The (τ, b_i) in force, solving first when none is."""
@@ -174,7 +168,7 @@ class DynamitePlanner:
         d = device_cost(profile, state, self._model, self.memory, data_size=data_size,
                         payload_bytes=self._model.param_bytes, max_accumulation=self.settings.max_accumulation,
                         streaming=self.settings.streaming, reshuffled=self.settings.noise_model == "reshuffled",
-                        contraction=self._contraction(), probes=self.probes(device_id))
+                        contraction=self._contraction(), probes=self.probes())
         if self.cap_of is not None:
             d = dataclasses.replace(d, micro_cap=max(1, min(d.micro_cap, self.cap_of(profile, state))))
         ratio = self.speed.get(device_id)
@@ -192,12 +186,8 @@ class DynamitePlanner:
                 self.speed[r.plan.device_id] = smooth(self.speed.get(r.plan.device_id), ratio, s.holding) or ratio
         obs = self._observation(results)
         if obs is not None:
-            before = self.estimator
-            self.estimator = observe(before, obs, s.holding, 0.0 if s.curvature_latest else None,
+            self.estimator = observe(self.estimator, obs, s.holding, 0.0 if s.curvature_latest else None,
                                      0.0 if s.sigma_latest else None)
-            if s.probe_schedule != "every_round" and not obs.sigma2s:  # σ̂² held, not re-read from updates
-                self.estimator = dataclasses.replace(self.estimator, sigma2=before.sigma2)
-            self.probing = self._probing_next(before, obs)
             if self.calibration is not None:
                 now = round_loss(obs, self.estimator.estimates(s.prior), self.lr, streaming=s.streaming,
                                  reshuffled=s.noise_model == "reshuffled", contraction=self._contraction())
@@ -208,17 +198,6 @@ class DynamitePlanner:
         self.observed += 1
         if self.settings.adapt or self.observed == self.settings.warmup_rounds:
             self.assignment = None
-
-    def _probing_next(self, before: EstimatorState, obs: RoundObservation) -> int | None:
-        """How many devices probe next round (:mod:`.probe_schedule`): 0 once the probes moved no
-        estimate beyond their standard error, stays 0; ``None``: all."""
-        s, fleet = self.settings, len(self.registry.ids())
-        if s.probe_schedule == "every_round" or self.probing == 0 or not obs.sigma2s:
-            return self.probing
-        k = sample_size(before.sigma2, obs.sigma2s, obs.shares, fleet)
-        if s.noise_model == "curvature":
-            k = max(k, sample_size(before.noise_curvature, obs.curvatures, obs.shares, fleet))
-        return 0 if k == 0 else None if s.probe_schedule == "until_settled" or k >= fleet else k
 
     def _observation(self, results: Sequence[TaskResult]) -> RoundObservation | None:
         updates = [r.outcome for r in results if isinstance(r.outcome, Update) and r.outcome.round in self.versions]

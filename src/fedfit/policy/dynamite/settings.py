@@ -7,7 +7,6 @@ from typing import Literal
 
 from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration
-from fedfit.policy.dynamite.probe_schedule import ProbeSchedule
 from fedfit.policy.dynamite.slack import SlackFill
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
@@ -47,7 +46,6 @@ class DynamiteSettings:
         last_round: K counts whole rounds in the last round the budget buys (:mod:`.last_round`).
         curvature_latest, sigma_latest: β_σ / a probed σ² is the latest round's pooled probe alone.
         slack_fill: devices off the heterogeneous plan's critical path fill their slack (:mod:`.slack`).
-        probe_schedule: which rounds' tasks carry the probes (:mod:`.probe_schedule`).
     """
 
     solver: Solver = "heterogeneous"
@@ -69,4 +67,3 @@ class DynamiteSettings:
     curvature_latest: bool = False
     sigma_latest: bool = False
     slack_fill: SlackFill = "off"
-    probe_schedule: ProbeSchedule = "every_round"
