@@ -59,10 +59,13 @@ def test_checkpointed_peak_within_10_percent_of_the_trainers_allocator_peak(name
 
 
 def test_checkpointing_lowers_mobilenets_predicted_peak_by_what_the_allocator_shows() -> None:
-    # the recomputed inverted residual's gradient buffers (6×-expanded activations) are charged
+    # the recomputed inverted residual's gradient buffers (6×-expanded activations) are charged:
+    # its step holds 1.48–1.55× what it saves (allocator-measured, so it moves with the host's
+    # kernels: 831,488 B against 562,176 on an AMD EPYC, 872,448 on the host of bench/RESULTS.md);
+    # saved bytes alone would be 1.0×
     spec = ModelSpec("mobilenetv2", (3, 64, 64), 10, width=0.35, norm="batch")
     cost = measure(spec)
     block = max(cost.stages, key=lambda s: s.step_bytes)
-    assert block.name == "blocks.1" and block.step_bytes > 1.5 * block.internal_bytes
+    assert block.name == "blocks.1" and block.step_bytes > 1.35 * block.internal_bytes
     plain = MemoryModel(workspace_bytes=0).peak_bytes(cost, 8)
     assert plan_peak_bytes(TENSORS_ONLY, cost, TrainPlan(0, 0, 8, techniques=Techniques(checkpointing=True))) < plain
