@@ -13,6 +13,7 @@ default prior and with the oracle one (issue 14, dyn14m). Same fleets as ``bench
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from multiprocessing import Pool
 
 from fedfit.config import ExperimentConfig, load_config, with_overrides
@@ -62,8 +63,10 @@ def one(job: tuple[str, int, float]) -> str:
             f"  first σ̂² as prior: {oracle}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_jobs(one: Callable[[tuple[str, int, float]], str], description: str) -> None:
+    """Parse ``--datasets --seeds --budget-s --jobs`` and print ``one`` of every (data set, seed,
+    budget) as it finishes, in order (also ``bench/dynamite_first_probe_priced.py``'s command line)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--datasets", nargs="+", default=["digits"], choices=list(DATASETS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--budget-s", type=float, default=30.0)
@@ -74,6 +77,9 @@ def main() -> None:
         for line in pool.imap(one, jobs):
             print(line, flush=True)
 
+
+def main() -> None:
+    run_jobs(one, __doc__.splitlines()[0])
 
 if __name__ == "__main__":
     main()

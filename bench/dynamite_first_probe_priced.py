@@ -33,11 +33,9 @@ variant (probe phase included; "-": not reached within the budget)::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from collections.abc import Sequence
-from multiprocessing import Pool
 from typing import Any
 
 import fedfit.simulation.fleet as sim_fleet
@@ -49,7 +47,7 @@ from fedfit.policy.dynamite.planner import DynamitePlanner
 from fedfit.types import TaskCost, TrainPlan
 from fedfit.config import ExperimentConfig
 
-from dynamite_first_plan import online
+from dynamite_first_plan import online, run_jobs
 
 
 def probe_phase(config: ExperimentConfig) -> tuple[float, float, float, int]:
@@ -123,17 +121,7 @@ def one(job: tuple[str, int, float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["digits"])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--budget-s", type=float, default=30.0)
-    parser.add_argument("--jobs", type=int, default=1)
-    args = parser.parse_args()
-    jobs = [(d, s, args.budget_s) for d in args.datasets for s in args.seeds]
-    with Pool(args.jobs) as pool:
-        for line in pool.imap(one, jobs):
-            print(line, flush=True)
-
+    run_jobs(one, __doc__.splitlines()[0])
 
 if __name__ == "__main__":
     main()
