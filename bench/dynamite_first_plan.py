@@ -41,19 +41,23 @@ def first_sigma2(config: ExperimentConfig) -> float | None:
     return None
 
 
-def to_target(config: ExperimentConfig, budget_s: float) -> str:
-    """Virtual seconds and fleet joules to the target, or "-"."""
-    energy = 0.0
+def to_target(config: ExperimentConfig, budget_s: float, start_s: float = 0.0, start_j: float = 0.0,
+              precise: bool = False) -> str:
+    """Virtual seconds and fleet joules to the target, or "-"; the run starts at ``start_s`` with
+    ``start_j`` already spent (the planner told so; both 0: an ordinary run)."""
+    energy = start_j
     with built(config) as exp:
-        for outcome in exp.orchestrator.rounds(exp.initial_params):
+        planner = exp.orchestrator.observer
+        if isinstance(planner, DynamitePlanner):
+            planner.spent_s, planner.spent_j = max(planner.spent_s, start_s), planner.spent_j + start_j
+        for outcome in exp.orchestrator.rounds(exp.initial_params, start_s=start_s):
             r = outcome.report
             energy += r.energy_j
             if r.virtual_time_s > budget_s:
                 break
             if (r.accuracy or 0.0) >= config.evaluation.target_accuracy:
-                return f"{r.virtual_time_s:6.2f} s {energy:6.1f} J"
-    return "        -        "
-
+                return f"{r.virtual_time_s:7.3f} s {energy:7.2f} J" if precise else f"{r.virtual_time_s:6.2f} s {energy:6.1f} J"
+    return "          -          " if precise else "        -        "
 
 def one(job: tuple[str, int, float]) -> str:
     dataset, seed, budget_s = job

@@ -40,14 +40,15 @@ from typing import Any
 
 import fedfit.simulation.fleet as sim_fleet
 
+from fedfit.config import ExperimentConfig
 from fedfit.cost.probe_work import probe_units
 from fedfit.cost.time import THERMAL_FACTOR, transfer_time_s
 from fedfit.experiment import built
 from fedfit.policy.dynamite.planner import DynamitePlanner
 from fedfit.types import TaskCost, TrainPlan
-from fedfit.config import ExperimentConfig
 
 from dynamite_first_plan import online, run_jobs
+from dynamite_first_plan import to_target as run_to_target
 
 
 def probe_phase(config: ExperimentConfig) -> tuple[float, float, float, int]:
@@ -92,23 +93,11 @@ _task_costs = getattr(sim_fleet, "task_costs")  # the fleet's own, restored afte
 def to_target(config: ExperimentConfig, budget_s: float, start_s: float, start_j: float, keep: bool = False) -> str:
     """Virtual seconds and fleet joules to the target from a run started after the probe phase
     (``keep``: round 1's devices are charged no download)."""
-    energy = start_j
     setattr(sim_fleet, "task_costs", _kept if keep else _task_costs)
     try:
-        with built(config) as exp:
-            planner = exp.orchestrator.observer
-            assert isinstance(planner, DynamitePlanner)
-            planner.spent_s, planner.spent_j = start_s, start_j
-            for outcome in exp.orchestrator.rounds(exp.initial_params, start_s=start_s):
-                r = outcome.report
-                energy += r.energy_j
-                if r.virtual_time_s > budget_s:
-                    break
-                if (r.accuracy or 0.0) >= config.evaluation.target_accuracy:
-                    return f"{r.virtual_time_s:7.3f} s {energy:7.2f} J"
+        return run_to_target(config, budget_s, start_s, start_j, precise=True)
     finally:
         setattr(sim_fleet, "task_costs", _task_costs)
-    return "          -          "
 
 
 def one(job: tuple[str, int, float]) -> str:
