@@ -237,10 +237,16 @@ def _split_local(
     def take(cut: tuple[np.ndarray, np.ndarray]) -> tuple[ArrayDataset, ArrayDataset]:
         return pool.subset(cut[0]), pool.subset(cut[1])
 
+    def take_all(part: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[ArrayDataset, ArrayDataset]]:
+        return [take(cut) for cut in part]
+
     if SPLIT_THREADS == 1 or len(cuts) < 2:
-        return [take(cut) for cut in cuts]
+        return take_all(cuts)
+    # one contiguous run of devices per thread: a task per device costs more than a tiny share's copy
+    size = -(-len(cuts) // SPLIT_THREADS)
     with ThreadPoolExecutor(SPLIT_THREADS, thread_name_prefix="fedfit-data") as threads:
-        return list(threads.map(take, cuts))
+        parts = threads.map(take_all, [cuts[i:i + size] for i in range(0, len(cuts), size)])
+        return [split for part in parts for split in part]
 
 
 @overload
