@@ -34,6 +34,7 @@ def test_shares_taken_on_threads_are_those_taken_one_by_one(monkeypatch: pytest.
     cuts = np.sort(rng.choice(np.arange(1, 900), 36, replace=False))  # 37 devices of uneven sizes
     shares = np.split(rng.permutation(900), cuts)
     monkeypatch.setattr(federated, "SPLIT_THREADS", threads)
+    monkeypatch.setattr(federated, "SPLIT_MIN_SHARE", 0)  # these shares are small: thread them anyway
     got = federated._split_local(pool, shares, 0.25, seed=7)
     want = _one_by_one(pool, shares, 0.25, seed=7)
     assert len(got) == len(want)
@@ -44,3 +45,17 @@ def test_shares_taken_on_threads_are_those_taken_one_by_one(monkeypatch: pytest.
 
 def test_the_thread_count_is_one_to_four() -> None:
     assert 1 <= federated.SPLIT_THREADS <= 4
+
+
+def test_small_shares_are_taken_one_by_one_without_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_threads(*args: object, **kwargs: object) -> None:
+        raise AssertionError("small shares must not go to threads")
+
+    rng = np.random.default_rng(3)
+    pool = RawImages(torch.from_numpy(rng.integers(0, 256, (400, 1, 6, 6), dtype=np.uint8)),
+                     torch.from_numpy(rng.integers(0, 10, 400).astype(np.int64)), 0.3, 0.4)
+    shares = np.array_split(rng.permutation(400), 40)  # 10 samples each, under SPLIT_MIN_SHARE
+    monkeypatch.setattr(federated, "SPLIT_THREADS", 2)
+    monkeypatch.setattr(federated, "ThreadPoolExecutor", no_threads)
+    got = federated._split_local(pool, shares, 0.25, seed=7)
+    assert [len(train.y) + len(test.y) for train, test in got] == [len(share) for share in shares]
