@@ -1,4 +1,4 @@
-"""(helper flw15c; the code before in /tmp/flw-ref: `git archive 4f59020 src | tar -x -C /tmp/flw-ref`) Paired A/B in one process: the code before (ref's trainer._step, fused step, EagerSGD.step) vs now."""
+"""(helper flw15c; the code before in /tmp/flw-ref: `git archive 4f59020 src | tar -x -C /tmp/flw-ref`) Paired A/B in one process: the code before (ref's trainer._step, fused step, EagerSGD.step) vs now. Runs in the tree it measured (`git checkout ad152ff`): since flw15h the trainer takes `fused_steps` and a whole SGD step, which `bench/trainer_step_ab.py` measures."""
 import importlib.util, time, torch, statistics, os, sys
 torch.set_num_threads(1)
 import fedfit.training.trainer as T, fedfit.training.techniques as TQ, fedfit.training.optimizers as O

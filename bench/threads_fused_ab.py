@@ -32,7 +32,7 @@ DATA: dict[str, Any] = {"dataset": "fashion_mnist", "num_devices": 100, "partiti
 
 
 def fused_vs_autograd(workload: Workload, repeats: int) -> None:
-    fused = getattr(techniques, "fused_step")
+    fused = getattr(techniques, "fused_steps")
     model, params = workload.module(1.0), workload.recipe.model.build().state_dict()
     x, y = workload.data.train[0].x, workload.data.train[0].y
     plan = TrainPlan(0, 1, micro_batch=32, lr=0.05)
@@ -41,12 +41,12 @@ def fused_vs_autograd(workload: Workload, repeats: int) -> None:
     try:
         for _ in range(repeats):
             for on in (True, False):
-                setattr(techniques, "fused_step", fused if on else (lambda m: None))
+                setattr(techniques, "fused_steps", fused if on else (lambda m, opt: None))
                 start = time.process_time()
                 last[on] = train(model, params, x, y, plan, seed=0)
                 cpu[on].append(time.process_time() - start)
     finally:
-        setattr(techniques, "fused_step", fused)
+        setattr(techniques, "fused_steps", fused)
     same = all(torch.equal(last[True].params[k], last[False].params[k]) for k in params)
     f, a = statistics.median(cpu[True]), statistics.median(cpu[False])
     print(f"fused {f * 1e3:.2f} ms vs autograd {a * 1e3:.2f} ms CPU per update (median of {repeats}): "

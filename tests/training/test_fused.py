@@ -9,8 +9,9 @@ import torch
 from fedfit.models import ModelSpec
 from fedfit.models.zoo import MLP
 from fedfit.training import techniques
-from fedfit.training.fused import fused_step, fused_steps
+from fedfit.training.fused import fused_steps
 from fedfit.training.optimizers import EagerSGD, OptimizerConfig
+from fedfit.training.program import MicroStep
 from fedfit.training.trainer import train
 from fedfit.types import TrainPlan, Update
 
@@ -23,6 +24,12 @@ CASES = [  # (model, width, scaler rate, plan fields, optimiser)
     ("logreg", 1.0, 1.0, {"micro_batch": 64, "max_steps": 2}, OptimizerConfig(weight_decay=1e-2)),
 ]
 
+
+
+def fused_step(model: torch.nn.Module) -> MicroStep | None:
+    """The fused micro-step alone (an optimiser that is not plain ``EagerSGD``: no whole step)."""
+    found = fused_steps(model, torch.optim.SGD(model.parameters(), lr=0.1))
+    return None if found is None else found[0]
 
 def _data(n: int = 101) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(4)

@@ -14,7 +14,8 @@ sample, and n of them asking DYNAMITE's probes (CPU milliseconds; M, P in millio
 The constants (:data:`MEASURED`) are a non-negative least-squares fit to the per-cohort CPU times
 of logistic regression, the zoo MLP and the CNN at 2 to 64 devices, 2 and 10 steps, with and
 without probes (``bench/batched_training.py --fit``; bench/RESULTS.md, "Batched executor, bat15b"),
-on the machine fedfit is developed on; ``simulation.batched_costs`` takes another machine's. Only ratios matter: a slower host scales both sides. The cohort is vectorised when
+on the machine fedfit is developed on; ``simulation.batched_costs`` takes another machine's. Only
+ratios matter: a slower host scales both sides. The cohort is vectorised when
 one by one is predicted at least :attr:`CohortCosts.margin` dearer, so that a near tie, where the
 fit's error is larger than the gain, trains one by one (never slower than ``local``).
 

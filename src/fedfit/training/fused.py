@@ -32,7 +32,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedfit.models import MLP, LogisticRegression
-from fedfit.training.optimizers import EagerSGD
+from fedfit.training.optimizers import EagerSGD, plain_sgd_update
 from fedfit.training.program import BatchStep, MicroStep
 
 #: ``nll_loss``'s reduction code for ``sum`` and its default ``ignore_index``.
@@ -86,12 +86,6 @@ def fused_steps(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[MicroStep
     return _micro_step(params, rate), _sgd_batch(params, rate, opt) if _plain_sgd(opt, params) else None
 
 
-def fused_step(model: nn.Module) -> MicroStep | None:
-    """The plain micro-step of ``model`` without autograd, or ``None`` when it has no fused one."""
-    found = _fusable(model)
-    return None if found is None else _micro_step(*found)
-
-
 def _micro_step(params: Linears, rate: float) -> MicroStep:
     """The micro-step setting (first micro-batch) or adding to each parameter's ``.grad``."""
     seeds: Seeds = {}
@@ -133,9 +127,7 @@ def _sgd_batch(params: Linears, rate: float, opt: torch.optim.Optimizer) -> Batc
             for part in (idx,) if n <= micro else idx.split(micro):
                 total += float(_micro(params, rate, seeds, x.index_select(0, part), y.index_select(0, part), n, grads)) * n
             held = [g for g in grads if g is not None]  # every tensor has one: each layer is on the path
-            if group["weight_decay"] != 0:
-                held = list(torch._foreach_add(held, flat, alpha=group["weight_decay"]))
-            torch._foreach_add_(flat, held, alpha=-group["lr"])
+            plain_sgd_update(flat, held, group)
         return total
 
     return batch

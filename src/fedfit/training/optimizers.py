@@ -109,9 +109,7 @@ class EagerSGD(torch.optim.SGD):
             return
         if any(g.is_sparse for g in grads):
             raise ValueError("EagerSGD: sparse gradients are not supported")
-        if group["weight_decay"] != 0:
-            grads = list(torch._foreach_add(grads, params, alpha=group["weight_decay"]))
-        torch._foreach_add_(params, grads, alpha=-group["lr"])
+        plain_sgd_update(params, grads, group)
 
     def _update(self, param: torch.Tensor, grad: torch.Tensor, group: dict[str, Any]) -> None:
         if grad.is_sparse:
@@ -128,3 +126,11 @@ class EagerSGD(torch.optim.SGD):
                 buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
             grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
         param.add_(grad, alpha=-lr)
+
+
+def plain_sgd_update(params: list[torch.Tensor], grads: list[torch.Tensor], group: dict[str, Any]) -> None:
+    """:class:`EagerSGD`'s step without momentum over ``params`` with ``grads`` (weight decay
+    ``g + wd·w``, then ``w − lr·g``, each one ``torch._foreach`` call), read from ``group``."""
+    if group["weight_decay"] != 0:
+        grads = list(torch._foreach_add(grads, params, alpha=group["weight_decay"]))
+    torch._foreach_add_(params, grads, alpha=-group["lr"])

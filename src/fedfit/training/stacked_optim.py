@@ -44,7 +44,7 @@ class StackedOptimizer:
         if self._opt is None:
             self._opt = make_optimizer(self.params.values(), self._lr, self._config)
         for name, p in self.params.items():
-            g = grads[name] if grads[name].stride() == p.stride() else grads[name].contiguous()
+            g = grads[name].contiguous()  # the parameters' layout: a contiguous stack
             p.grad = g + self._mu * (p - self._anchor[name]) if self._anchor else g
         idle = (~active).nonzero().flatten()
         saved = self._slices(idle) if len(idle) else []
