@@ -223,7 +223,7 @@ class _Play:
         take_extra = extra.copy()
         if extra.any():  # the pending sessions' first, as sorted tuples
             extra_start, extra_end = self.extra_start, self.extra_end
-            take_extra &= (extra_start < start) | ((extra_start == start) & (extra_end < end))
+            take_extra &= _sorts_first(extra_start, extra_end, start, end)
             start, end = np.where(take_extra, extra_start, start), np.where(take_extra, extra_end, end)
         popped_start, popped_end = start, end
         start, end = np.maximum(start, now), np.maximum(end, now)
@@ -263,7 +263,7 @@ class _Play:
         extra_start, extra_end = _reactions(p, keys, low_at)
         self.extra[react], self.extra_start[react], self.extra_end[react] = True, extra_start, extra_end
         popped_start, popped_end = popped
-        first = (extra_start < popped_start) | ((extra_start == popped_start) & (extra_end < popped_end))
+        first = _sorts_first(extra_start, extra_end, popped_start, popped_end)
         now = self.now[react]
         take_extra[react] = first
         start[react] = np.maximum(np.where(first, extra_start, popped_start), now)
@@ -279,3 +279,8 @@ def _charged(level: FloatArray, duration_s: FloatArray, gain_per_s: FloatArray, 
     rest = np.minimum(1.0, np.where(below, taper, level) + gain_per_s / 3.0 * np.where(below, duration_s - to_taper_s,
                                                                                        duration_s))
     return np.where(direct, level + gain_per_s * duration_s, rest)
+
+
+def _sorts_first(a_start: FloatArray, a_end: FloatArray, b_start: FloatArray, b_end: FloatArray) -> BoolArray:
+    """Where session ``a`` sorts before ``b`` as ``(start, end)`` tuples (``battery_at``'s order)."""
+    return (a_start < b_start) | ((a_start == b_start) & (a_end < b_end))
