@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from fedfit.aggregation import Contribution, masked_weighted_average
-from fedfit.aggregation.average import STACK_ELEMENTS, sequential_sum
+from fedfit.aggregation.average import ONE_BY_ONE_ABOVE, STACK_ELEMENTS, sequential_sum
 from fedfit.types import Params
 
 
@@ -59,8 +59,8 @@ def test_a_round_of_small_updates_folds_to_the_loops_bits() -> None:
 
 
 def test_chunked_and_single_row_folds_match_the_loop() -> None:
-    # "w" needs several chunks, "big" one update per chunk
-    shapes = {"w": (STACK_ELEMENTS // 40,), "big": (STACK_ELEMENTS + 3,), "b": (1,)}
+    # "w" needs several chunks, "edge" is the largest tensor stacked, "big" is added one update at a time
+    shapes = {"w": (STACK_ELEMENTS // 40,), "edge": (ONE_BY_ONE_ABOVE,), "big": (ONE_BY_ONE_ABOVE + 1,), "b": (1,)}
     master, contributions = random_round(90, shapes, seed=2, dtype=torch.float64)
 
     assert_same_bits(masked_weighted_average(master, contributions), one_by_one(master, contributions))
@@ -99,15 +99,17 @@ def test_bfloat16_and_zero_dim_tensors_fold_like_the_loop() -> None:
 
 
 def test_masks_arriving_after_unmasked_chunks_match_the_loop() -> None:
-    # a (10, 32) tensor folds 51 updates a chunk: two unmasked chunks, then masked ones
-    master, contributions = random_round(240, {"w": (10, 32), "one": (1,)}, seed=5, dtype=torch.float64)
-    late = [Contribution(c.params, c.weight, c.masks if i >= 110 else None) for i, c in enumerate(contributions)]
+    # a (10, 32) tensor folds STACK_ELEMENTS // 320 updates a chunk: two unmasked chunks, then masked ones
+    per_chunk = STACK_ELEMENTS // 320
+    master, contributions = random_round(2 * per_chunk + 100, {"w": (10, 32), "one": (1,)}, seed=5, dtype=torch.float64)
+    late = [Contribution(c.params, c.weight, c.masks if i >= 2 * per_chunk + 8 else None)
+            for i, c in enumerate(contributions)]
 
     assert_same_bits(masked_weighted_average(master, late), one_by_one(master, late))
 
 
 def test_large_tensors_folded_one_by_one_match_the_loop_unmasked_and_with_late_masks() -> None:
-    # past STACK_ELEMENTS / 8 values a tensor is folded update by update; its denominator is one
+    # past ONE_BY_ONE_ABOVE values a tensor is folded update by update; its denominator is one
     # number until the first masked update, then per coordinate
     shapes = {"big": (64, 70), "bias": (STACK_ELEMENTS // 4,)}
     for dtype in (torch.float32, torch.float64):
@@ -117,3 +119,13 @@ def test_large_tensors_folded_one_by_one_match_the_loop_unmasked_and_with_late_m
 
         for round_ in (unmasked, late, contributions):
             assert_same_bits(masked_weighted_average(master, round_), one_by_one(master, round_))
+
+
+def test_masks_only_on_weightless_updates_are_never_read() -> None:
+    # a weightless update holds no coordinate: its masks (even of the wrong shape) change nothing
+    master, contributions = random_round(300, {"w": (10, 32), "b": (10,)}, seed=7)
+    plain = [Contribution(c.params, c.weight) for c in contributions if c.weight > 0]
+    odd = {"w": torch.ones(3, dtype=torch.bool), "b": torch.ones(3, dtype=torch.bool)}
+    with_weightless = [*plain[:50], Contribution(plain[0].params, 0.0, odd), *plain[50:]]
+
+    assert_same_bits(masked_weighted_average(master, with_weightless), one_by_one(master, plain))
