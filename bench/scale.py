@@ -367,15 +367,10 @@ class _TimedHandle:
         return bool(self.inner.cancel())
 
 
-def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy",
-                breakdown: bool = False, timing: str = "round", profile: str | None = None) -> dict[str, float]:
-    """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
-    from fedfit.config import parse_config
-    from fedfit.experiment import build
-    from fedfit.orchestration.cohort import enrol
-
+def fleet_config(devices: int, per_round: int, rounds: int, trace_model: str = "lazy") -> dict[str, Any]:
+    """The ``fleet`` experiment's config: logistic regression, three phone tiers, natural synthetic data."""
     third = devices // 3
-    config = parse_config({
+    return {
         "seed": 0, "model": {"name": "logreg"},
         "data": {"dataset": "synthetic", "partition": {"kind": "natural"}, "pool": min(devices, 1000),
                  "max_train_samples": 50_000, "max_test_samples": 500},
@@ -383,7 +378,17 @@ def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str 
                   "trace_model": trace_model},
         "training": {"batch_size": 16, "max_steps": 4},
         "orchestration": {"rounds": rounds, "clients_per_round": per_round},
-        "output": {"plots": False, "progress": False}})
+        "output": {"plots": False, "progress": False}}
+
+
+def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy",
+                breakdown: bool = False, timing: str = "round", profile: str | None = None) -> dict[str, float]:
+    """Build and run a whole experiment of ``devices`` devices, ``per_round`` clients per round."""
+    from fedfit.config import parse_config
+    from fedfit.experiment import build
+    from fedfit.orchestration.cohort import enrol
+
+    config = parse_config(fleet_config(devices, per_round, rounds, trace_model))
     rss0, t0, c0 = _rss_mb(), time.perf_counter(), time.process_time()
     exp = build(config)
     build_s, build_cpu_s, rss_built = time.perf_counter() - t0, time.process_time() - c0, _rss_mb()
