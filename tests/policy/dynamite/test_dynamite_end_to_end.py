@@ -92,6 +92,12 @@ def test_bad_combinations_are_one_line_config_errors(sections: dict[str, Any], m
         build(small(**sections))
 
 
+def test_auto_with_dynamite_says_auto_chose_the_local_work() -> None:
+    # auto's local work (kind: budget) is the one that clashes; the user never wrote local_work
+    with pytest.raises(ConfigError, match="auto's choice: set auto.enabled: false"):
+        build(small(auto={"enabled": True}))
+
+
 def test_a_budget_is_required() -> None:
     with pytest.raises(ConfigError, match="budget_time_s"):
         small(dynamite={"budget_time_s": None})
