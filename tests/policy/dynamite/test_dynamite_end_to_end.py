@@ -136,6 +136,7 @@ def test_dynamite_aggregates_by_data_share_not_by_samples_processed() -> None:
     ({"holding": 1.0}, "dynamite.drift_calibration.holding"),
     ({"low": -0.1}, "dynamite.drift_calibration.low"),
     ({"low": 0.1}, "dynamite.drift_calibration.*prior: 0.0 must lie in"),  # the default prior is 0
+    ({"low": 5.0, "high": 1.0}, "dynamite.drift_calibration: low: 5.0 is above high: 1.0"),  # not the prior's fault
 ])
 def test_bad_drift_calibration_is_a_one_line_config_error(calibration: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:
