@@ -98,6 +98,17 @@ def test_auto_with_dynamite_says_auto_chose_the_local_work() -> None:
         build(small(auto={"enabled": True}))
 
 
+@pytest.mark.parametrize("stream, message", [
+    # a burst period without a size (the default 0) ran as if bursts were off; a size without a period too
+    ({"burst_every_s": 5.0}, r"data.stream: burst_size: set it \(≥ 1\) with burst_every_s"),
+    ({"burst_size": 8}, "data.stream: burst_every_s: set it with burst_size: 8"),
+])
+def test_half_a_burst_is_a_one_line_config_error(stream: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as err:
+        small(data={"stream": {"rate_per_s": 1.0, **stream}})
+    assert len(str(err.value).splitlines()) == 1
+
+
 def test_a_budget_is_required() -> None:
     with pytest.raises(ConfigError, match="budget_time_s"):
         small(dynamite={"budget_time_s": None})
