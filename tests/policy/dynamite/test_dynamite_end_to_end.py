@@ -114,6 +114,17 @@ def test_a_budget_is_required() -> None:
         small(dynamite={"budget_time_s": None})
 
 
+@pytest.mark.parametrize("name, batch", [("fixed32", 32), ("fixed16", 16), ("fixed8", 8), ("fixed4", 4)])
+def test_a_fixed_batch_strategy_turns_dynamite_off(name: str, batch: int) -> None:
+    # on a DYNAMITE config, compare's fixed8 kept DYNAMITE's per-device batches: the same run as fedavg
+    from fedfit.strategies import apply_strategy
+
+    fixed = apply_strategy(small(), name)
+    assert (fixed.dynamite.mode, fixed.batching.mode, fixed.training.batch_size) == ("off", "fixed", batch)
+    with built(fixed) as exp:
+        assert not isinstance(exp.orchestrator.observer, DynamitePlanner)
+
+
 @pytest.mark.parametrize("example", ["dynamite", "dynamite_stream"])
 def test_examples_load_and_every_strategy_applies(example: str) -> None:
     from pathlib import Path
