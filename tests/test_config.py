@@ -108,3 +108,19 @@ def test_keys_of_several_types_say_what_each_wants(raw: dict, message: str) -> N
     with pytest.raises(ConfigError) as err:
         parse_config(raw)
     assert str(err.value) == message
+
+
+def test_a_key_inside_a_null_section_says_to_give_the_section() -> None:
+    # data.stream is null (static data): "unknown key" named a key the README documents
+    with pytest.raises(ConfigError) as err:
+        with_overrides(ExperimentConfig(), {"data.stream.rate_per_s": 1})
+    assert str(err.value) == ("data.stream.rate_per_s: data.stream is null (off); give the whole section, "
+                              "e.g. data.stream={rate_per_s: 1}")
+    with pytest.raises(ConfigError, match="orchestration.deadline_s.x: unknown key"):  # a null number stays unknown
+        with_overrides(ExperimentConfig(), {"orchestration.deadline_s.x": 1})
+
+
+def test_a_section_given_whole_takes_keys_after_it() -> None:
+    config = with_overrides(ExperimentConfig(), {"data.stream": {"rate_per_s": 1}, "data.stream.buffer_size": 5})
+    assert config.data.stream is not None
+    assert (config.data.stream.rate_per_s, config.data.stream.buffer_size, config.data.stream.initial) == (1.0, 5, 16)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -155,13 +155,21 @@ def with_overrides(config: ExperimentConfig, overrides: dict[str, Any]) -> Exper
     """
     raw = config.model_dump()
     for dotted, value in overrides.items():
-        node = raw
+        node, annotation = raw, cast(Any, ExperimentConfig)
         *parents, leaf = dotted.split(".")
-        for part in parents:
+        for depth, part in enumerate(parents):
+            annotation = _child(annotation, part)
+            section_type = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            if part in node and node[part] is None and section_type:
+                section, rest = ".".join(parents[:depth + 1]), ".".join([*parents[depth + 1:], leaf])
+                raise ConfigError(f"{dotted}: {section} is null (off); give the whole section, "
+                                  f"e.g. {section}={{{rest}: {value!r}}}")
             if not isinstance(node.get(part), dict):
                 raise ConfigError(f"{dotted}: unknown key")
             node = node[part]
         if leaf not in node:
             raise ConfigError(f"{dotted}: unknown key")
         node[leaf] = value
+        if isinstance(value, dict):  # a section given whole: its defaults filled in for the keys after it
+            raw = parse_config(raw).model_dump()
     return parse_config(raw)
