@@ -33,6 +33,9 @@ from tests.policy.test_selection_compute_aware import ready
     ({}, {"orchestration.mode": "async"}, False),
     ({}, {"width": {"mode": "capability"}}, False),
     ({}, {"orchestration.rounds": 4}, True),
+    ({"dynamite": {"mode": "heterogeneous"}}, {}, False),
+    ({}, {"dynamite.mode": "homogeneous"}, False),
+    ({"data": {"stream": {"rate_per_s": 1.0}}}, {}, True),
 ])
 def test_names_no_strategy(raw: dict, sets: dict, expected: bool) -> None:
     assert names_no_strategy(raw, sets) is expected

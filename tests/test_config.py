@@ -84,3 +84,43 @@ def test_liveness_defaults_bound_every_run() -> None:
     config = parse_config({})
     assert config.orchestration.stall_timeout_s == 21600 and config.selection.tier_floor == 0.25
     assert parse_config({"orchestration": {"stall_timeout_s": None}}).orchestration.stall_timeout_s is None
+
+
+@pytest.mark.parametrize("raw, message", [
+    # keys of several types: the key alone (no pydantic member tag) and what each type wants
+    ({"orchestration": {"candidates": 0}},
+     "orchestration.candidates: Input should be 'auto' or 'all', or greater than or equal to 1 (got 0)"),
+    ({"simulation": {"workers": "many"}}, "simulation.workers: Input should be a valid integer, "
+                                          "unable to parse string as an integer, or 'auto' (got 'many')"),
+    ({"simulation": {"batched_min_cohort": 1}},
+     "simulation.batched_min_cohort: Input should be greater than or equal to 2, or 'auto' (got 1)"),
+    # a boolean is no number there either (pydantic's lax mode made true one worker)
+    ({"simulation": {"workers": True}}, "simulation.workers: expected a number or 'auto', not a boolean (got True)"),
+    ({"orchestration": {"candidates": True}},
+     "orchestration.candidates: expected 'auto' or 'all' or a number, not a boolean (got True)"),
+    ({"simulation": {"torch_threads": False}},
+     "simulation.torch_threads: expected a number or 'auto', not a boolean (got False)"),
+    # a dict's keys are no member tags
+    ({"data": {"stream": {"rate_by_tier": {"a": -1, "b": -2}}}},
+     "data.stream.rate_by_tier.a: Input should be greater than or equal to 0 (got -1)"),
+])
+def test_keys_of_several_types_say_what_each_wants(raw: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw)
+    assert str(err.value) == message
+
+
+def test_a_key_inside_a_null_section_says_to_give_the_section() -> None:
+    # data.stream is null (static data): "unknown key" named a key the README documents
+    with pytest.raises(ConfigError) as err:
+        with_overrides(ExperimentConfig(), {"data.stream.rate_per_s": 1})
+    assert str(err.value) == ("data.stream.rate_per_s: data.stream is null (off); give the whole section, "
+                              "e.g. data.stream={rate_per_s: 1}")
+    with pytest.raises(ConfigError, match="orchestration.deadline_s.x: unknown key"):  # a null number stays unknown
+        with_overrides(ExperimentConfig(), {"orchestration.deadline_s.x": 1})
+
+
+def test_a_section_given_whole_takes_keys_after_it() -> None:
+    config = with_overrides(ExperimentConfig(), {"data.stream": {"rate_per_s": 1}, "data.stream.buffer_size": 5})
+    assert config.data.stream is not None
+    assert (config.data.stream.rate_per_s, config.data.stream.buffer_size, config.data.stream.initial) == (1.0, 5, 16)

@@ -32,11 +32,15 @@ DECIDED_KEYS: tuple[str, ...] = (
     "orchestration.mode", "orchestration.deadline_s", "orchestration.over_selection",
     "orchestration.weighting", "asynchronous", "selection", "local_work", "aggregation",
 )
+#: Keys that name a strategy auto does not decide: a config setting one (a ``dynamite:`` section
+#: on its own) runs as written, not under auto (whose local work DYNAMITE refuses).
+OWN_STRATEGY_KEYS: tuple[str, ...] = ("dynamite",)
 
 
 def names_no_strategy(raw: Mapping[str, Any], sets: Mapping[str, Any] | None = None) -> bool:
-    """Whether a raw YAML mapping and ``--set`` overrides leave every key of :data:`DECIDED_KEYS` unset."""
-    for dotted in DECIDED_KEYS:
+    """Whether a raw YAML mapping and ``--set`` overrides leave every key of :data:`DECIDED_KEYS`
+    and :data:`OWN_STRATEGY_KEYS` unset."""
+    for dotted in DECIDED_KEYS + OWN_STRATEGY_KEYS:
         if any(key == dotted or key.startswith(dotted + ".") for key in sets or {}):
             return False
         node: Any = raw

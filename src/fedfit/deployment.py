@@ -20,6 +20,7 @@ from fedfit.orchestrator_wiring import calibration_inputs
 from fedfit.inputs import data_kwargs
 from fedfit.models import ModelSpec
 from fedfit.models.channel_stats import ChannelStats
+from fedfit.models.coordinates import width_groups
 from fedfit.models.indices import sub_map
 from fedfit.models.prune import GroupSuggestion, suggest_pruning
 from fedfit.report.model_file import export_submodel, load_model
@@ -46,8 +47,11 @@ def _choice(config: ExperimentConfig) -> str:
 
 
 def evaluate_run(run_dir: Path, widths: Sequence[float] = EVAL_WIDTHS) -> list[WidthScore]:
-    """Accuracy, loss and parameter count of the run's master model at each width."""
+    """Accuracy, loss and parameter count of the run's master model at each width (only width 1
+    for a model with no hidden dimension to scale, such as logistic regression)."""
     config, spec, params, stats = _load(run_dir)
+    if not width_groups(spec.build(1.0)):
+        widths = [w for w in widths if w == 1.0]
     data = _data(config)
     calib = calibration_inputs(data, config.width.calibration_samples, config.seed)
     test = data.global_test

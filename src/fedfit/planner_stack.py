@@ -116,7 +116,8 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
     if d.mode == "off":
         return None
     if config.local_work.kind == "budget":
-        raise ConfigError("dynamite.mode: does not combine with local_work.kind 'budget' (both set local steps)")
+        by_auto = ", auto's choice: set auto.enabled: false" if config.auto.enabled else ""
+        raise ConfigError(f"dynamite.mode: does not combine with local_work.kind 'budget' (both set local steps{by_auto})")
     base: Planner = dynamic or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
                                             max_steps=t.max_steps, deadline_s=o.deadline_s)
     cohort = o.clients_per_round if o.mode == "sync" else (config.asynchronous.concurrency or config.num_devices)

@@ -13,10 +13,15 @@ from fedfit.errors import ConfigError
 
 BUILTIN: dict[str, dict[str, Any]] = {
     "fedavg": {},
-    "fixed32": {"training.batch_size": 32, "batching.mode": "fixed", "batching.selection": "uniform"},
-    "fixed16": {"training.batch_size": 16, "batching.mode": "fixed", "batching.selection": "uniform"},
-    "fixed8": {"training.batch_size": 8, "batching.mode": "fixed", "batching.selection": "uniform"},
-    "fixed4": {"training.batch_size": 4, "batching.mode": "fixed", "batching.selection": "uniform"},
+    # a fixed batch everywhere: DYNAMITE, which sets each device's batch, off (it is off by default)
+    "fixed32": {"training.batch_size": 32, "batching.mode": "fixed", "batching.selection": "uniform",
+                "dynamite.mode": "off"},
+    "fixed16": {"training.batch_size": 16, "batching.mode": "fixed", "batching.selection": "uniform",
+                "dynamite.mode": "off"},
+    "fixed8": {"training.batch_size": 8, "batching.mode": "fixed", "batching.selection": "uniform",
+                "dynamite.mode": "off"},
+    "fixed4": {"training.batch_size": 4, "batching.mode": "fixed", "batching.selection": "uniform",
+                "dynamite.mode": "off"},
     "overselect": {"orchestration.over_selection": 0.3},
     "dynamic": {"batching.mode": "dynamic", "batching.selection": "uniform"},
     "dynamic-ready": {"batching.mode": "dynamic", "batching.selection": "readiness"},

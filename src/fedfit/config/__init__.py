@@ -8,10 +8,12 @@ naming the dotted key.
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from fedfit.bounded import MAX_CONFIG_BYTES, load_yaml, read_text
 from fedfit.errors import ConfigError
@@ -74,14 +76,52 @@ def default_scenario() -> ExperimentConfig:
 
 
 def _first_error(err: ValidationError) -> str:
-    e = err.errors()[0]
-    key = ".".join(str(p) for p in e["loc"]) or "config"
+    errors = err.errors()
+    e = errors[0]
+    loc, tagged = _key_loc(e["loc"])
+    key = ".".join(loc) or "config"
     msg = e["msg"].removeprefix("Value error, ")
     if e["type"] == "extra_forbidden":
         return f"{key}: unknown key"
+    if tagged:  # a key of several types (``'auto'`` or a number): what each of them wants
+        msg = ", or ".join([msg] + [o["msg"].removeprefix("Input should be ")
+                                    for o in errors[1:] if _key_loc(o["loc"]) == (loc, True)])
     got = e.get("input")
     shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
     return f"{key}: {msg}{shown}"
+
+
+def _key_loc(loc: tuple[int | str, ...]) -> tuple[tuple[str, ...], bool]:
+    """``loc`` without pydantic's tag of a union's member (``constrained-int``, ``literal[...]``),
+    found by walking the config's annotations, and whether it had one."""
+    node: Any = ExperimentConfig
+    out: list[str] = []
+    for part in loc:
+        if node is None:  # the union member's tag
+            return tuple(out), True
+        out.append(str(part))
+        node = _child(node, part)
+    return tuple(out), False
+
+
+def _child(annotation: Any, part: int | str) -> Any:
+    """The annotation of ``annotation``'s member ``part``; ``None`` for a union of several types
+    (pydantic's next location is then the member's tag), ``Any`` where the walk cannot tell."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(str(part))
+        annotation = Any if field is None else field.annotation
+    elif typing.get_origin(annotation) is dict:
+        annotation = typing.get_args(annotation)[1]
+    elif typing.get_origin(annotation) in (list, tuple):
+        annotation = typing.get_args(annotation)[0]
+    else:
+        return Any
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return None if len(options) > 1 else options[0]
+    return annotation
 
 
 def parse_config(raw: dict[str, Any]) -> ExperimentConfig:
@@ -115,13 +155,21 @@ def with_overrides(config: ExperimentConfig, overrides: dict[str, Any]) -> Exper
     """
     raw = config.model_dump()
     for dotted, value in overrides.items():
-        node = raw
+        node, annotation = raw, cast(Any, ExperimentConfig)
         *parents, leaf = dotted.split(".")
-        for part in parents:
+        for depth, part in enumerate(parents):
+            annotation = _child(annotation, part)
+            section_type = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            if part in node and node[part] is None and section_type:
+                section, rest = ".".join(parents[:depth + 1]), ".".join([*parents[depth + 1:], leaf])
+                raise ConfigError(f"{dotted}: {section} is null (off); give the whole section, "
+                                  f"e.g. {section}={{{rest}: {value!r}}}")
             if not isinstance(node.get(part), dict):
                 raise ConfigError(f"{dotted}: unknown key")
             node = node[part]
         if leaf not in node:
             raise ConfigError(f"{dotted}: unknown key")
         node[leaf] = value
+        if isinstance(value, dict):  # a section given whole: its defaults filled in for the keys after it
+            raw = parse_config(raw).model_dump()
     return parse_config(raw)

@@ -24,6 +24,8 @@ def _check_bools(annotation: Any, value: Any) -> None:
     elif origin in (typing.Union, types.UnionType):
         options = [a for a in args if a is not type(None)]
         if value is not None and not any(_bools_fit(a, value) for a in options):
+            if isinstance(value, bool):
+                raise ValueError(f"expected {' or '.join(_wanted(a) for a in options)}, not a boolean")
             _check_bools(options[0], value)
     elif origin in (dict,) and isinstance(value, dict):
         for item in value.values():
@@ -31,10 +33,21 @@ def _check_bools(annotation: Any, value: Any) -> None:
     elif origin in (list, tuple) and isinstance(value, list | tuple):
         for item in value:
             _check_bools(args[0], item)
+    elif origin is typing.Literal and isinstance(value, bool) and not any(a is value for a in args):
+        raise ValueError(f"expected {_wanted(annotation)}, not a boolean")
     elif annotation is bool and not isinstance(value, bool):
         raise ValueError("expected true or false")
     elif annotation in (int, float) and isinstance(value, bool):
         raise ValueError("expected a number, not a boolean")
+
+
+def _wanted(annotation: Any) -> str:
+    """What ``annotation`` accepts, in words: ``'auto' or 'all'``, ``a number``."""
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) is typing.Literal:
+        return " or ".join(repr(a) for a in typing.get_args(annotation))
+    return "a number" if annotation in (int, float) else getattr(annotation, "__name__", str(annotation))
 
 
 def _bools_fit(annotation: Any, value: Any) -> bool:

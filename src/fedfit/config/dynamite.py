@@ -36,6 +36,8 @@ class DriftCalibrationConfig(Section):
 
     @model_validator(mode="after")
     def _ordered(self) -> DriftCalibrationConfig:
+        if self.low > self.high:
+            raise ValueError(f"low: {self.low} is above high: {self.high}")
         if not self.low <= self.prior <= self.high:
             raise ValueError(f"prior: {self.prior} must lie in [low, high] = [{self.low}, {self.high}]"
                              " (set it with low)")

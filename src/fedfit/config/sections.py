@@ -40,6 +40,14 @@ class StreamConfig(Section):
     initial: PositiveInt = 16
     drift_at_s: Annotated[float, Field(ge=0.0)] | None = None
 
+    @model_validator(mode="after")
+    def _bursts_whole(self) -> StreamConfig:
+        if self.burst_every_s is not None and self.burst_size == 0:
+            raise ValueError("burst_size: set it (≥ 1) with burst_every_s: bursts of 0 samples add nothing")
+        if self.burst_every_s is None and self.burst_size > 0:
+            raise ValueError(f"burst_every_s: set it with burst_size: {self.burst_size} (how often a burst comes)")
+        return self
+
 
 class DataConfig(Section):
     """Dataset, location and partitioning; ``stream`` makes the data arrive over time."""

@@ -169,8 +169,8 @@ def build_federated_data(
     full_train, full_test = _load_centralised(dataset, path)
     samples = _subsample(full_train, max_train_samples, sub_seeds[0])
     if num_devices > len(samples):
-        raise DataError(f"{num_devices} devices but {len(samples)} {dataset} training samples: "
-                        "set data.pool to share data sets between devices")
+        raise DataError(f"{num_devices} device data sets but {len(samples)} {dataset} training samples: "
+                        f"set data.pool (at most {len(samples)}) to share data sets between devices")
     shares = _partition_indices(
         samples, partition, num_devices, sub_seeds[1],
         dirichlet_alpha=dirichlet_alpha, shards_per_device=shards_per_device,
@@ -276,7 +276,7 @@ def _synthetic_cap(max_train_samples: int | None, num_devices: int) -> int | Non
     if per_device < 1:
         raise DataError(
             f"max_train_samples={max_train_samples} leaves no training sample "
-            f"for each of {num_devices} devices"
+            f"for each of {num_devices} devices (raise it, or set data.pool to share data sets)"
         )
     return max(2, math.ceil(per_device / SYNTHETIC_TRAIN_FRACTION))
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import socket
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -59,10 +61,19 @@ def start_local_cluster(num_cpus: int) -> ModuleType:
     switched off, so they are, for the start-up only (the processes it starts inherit that).
     """
     ray = import_ray()
-    with loopback_only():
+    with loopback_only(), quiet_tips():
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                  log_to_driver=False, configure_logging=False)
     return ray
+
+
+@contextmanager
+def quiet_tips() -> Iterator[None]:
+    """Ray's start-up ``FutureWarning`` about a later default (accelerator variables), which fedfit
+    does not rely on, kept off a run's stderr."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tip: In future versions of Ray", category=FutureWarning)
+        yield
 
 
 @contextmanager
@@ -87,6 +98,20 @@ def describe_placement(placement: dict[str, int]) -> str:
     workers, nodes = sum(placement.values()), len(placement)
     where = ", ".join(f"{node} {count}" for node, count in placement.items())
     return f"{workers} worker{'s' * (workers != 1)} on {nodes} node{'s' * (nodes != 1)}: {where}"
+
+
+def check_answers(address: str, timeout_s: float = 5.0) -> None:
+    """A one-line :class:`ConfigError` unless something accepts a TCP connection at ``address``
+    (``HOST:PORT``, a cluster's head); Ray itself retries an unreachable one for minutes. Other
+    forms (``auto``, ``ray://...``) are left to Ray."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ConfigError(f"simulation.ray_address: nothing answers at {address!r} ({error.strerror or error}); "
+                          "start the cluster (ray start --head) or check `ray status`") from None
 
 
 def _on_loopback(address: str) -> bool:
@@ -197,8 +222,9 @@ class RayExecutor:
             return ray
         if address is None:
             return start_local_cluster(pool_workers(workers))
+        check_answers(address)
         try:
-            with loopback_only() if _on_loopback(address) else nullcontext():
+            with loopback_only() if _on_loopback(address) else nullcontext(), quiet_tips():
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, ValueError, RuntimeError) as error:
             raise ConfigError(f"simulation.ray_address: cannot join Ray at {address!r} ({error!s:.200})") from None

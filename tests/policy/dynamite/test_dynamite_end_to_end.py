@@ -92,9 +92,37 @@ def test_bad_combinations_are_one_line_config_errors(sections: dict[str, Any], m
         build(small(**sections))
 
 
+def test_auto_with_dynamite_says_auto_chose_the_local_work() -> None:
+    # auto's local work (kind: budget) is the one that clashes; the user never wrote local_work
+    with pytest.raises(ConfigError, match="auto's choice: set auto.enabled: false"):
+        build(small(auto={"enabled": True}))
+
+
+@pytest.mark.parametrize("stream, message", [
+    # a burst period without a size (the default 0) ran as if bursts were off; a size without a period too
+    ({"burst_every_s": 5.0}, r"data.stream: burst_size: set it \(≥ 1\) with burst_every_s"),
+    ({"burst_size": 8}, "data.stream: burst_every_s: set it with burst_size: 8"),
+])
+def test_half_a_burst_is_a_one_line_config_error(stream: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as err:
+        small(data={"stream": {"rate_per_s": 1.0, **stream}})
+    assert len(str(err.value).splitlines()) == 1
+
+
 def test_a_budget_is_required() -> None:
     with pytest.raises(ConfigError, match="budget_time_s"):
         small(dynamite={"budget_time_s": None})
+
+
+@pytest.mark.parametrize("name, batch", [("fixed32", 32), ("fixed16", 16), ("fixed8", 8), ("fixed4", 4)])
+def test_a_fixed_batch_strategy_turns_dynamite_off(name: str, batch: int) -> None:
+    # on a DYNAMITE config, compare's fixed8 kept DYNAMITE's per-device batches: the same run as fedavg
+    from fedfit.strategies import apply_strategy
+
+    fixed = apply_strategy(small(), name)
+    assert (fixed.dynamite.mode, fixed.batching.mode, fixed.training.batch_size) == ("off", "fixed", batch)
+    with built(fixed) as exp:
+        assert not isinstance(exp.orchestrator.observer, DynamitePlanner)
 
 
 @pytest.mark.parametrize("example", ["dynamite", "dynamite_stream"])
@@ -130,6 +158,7 @@ def test_dynamite_aggregates_by_data_share_not_by_samples_processed() -> None:
     ({"holding": 1.0}, "dynamite.drift_calibration.holding"),
     ({"low": -0.1}, "dynamite.drift_calibration.low"),
     ({"low": 0.1}, "dynamite.drift_calibration.*prior: 0.0 must lie in"),  # the default prior is 0
+    ({"low": 5.0, "high": 1.0}, "dynamite.drift_calibration: low: 5.0 is above high: 1.0"),  # not the prior's fault
 ])
 def test_bad_drift_calibration_is_a_one_line_config_error(calibration: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:
