@@ -13,11 +13,14 @@ DYNAMITE's accuracy at the budget is above every fixed setting's.
 
     PYTHONPATH=src python bench/dynamite.py [--seeds 0 1 2] [--datasets digits fashion_mnist] [--stream]
         [--budget-s 30] [--strategies dynamite-online ...] [--uncalibrated] [--set KEY=VALUE ...]
+        [--config bench/dynamite_fleet_wearables.yaml]
 
 ``--uncalibrated`` runs DYNAMITE with the drift term's factor fixed at 1 (the bound as derived,
 ``dynamite.drift_calibration.enabled: false``); ``--strategies`` runs a subset (the summary
 line needs ``dynamite-online``, ``batch32-epoch1`` and the grid points); ``--set`` overrides config
-keys for every run (YAML values, e.g. ``--set dynamite.drift_calibration.prior=1``).
+keys for every run (YAML values, e.g. ``--set dynamite.drift_calibration.prior=1``); ``--config``
+runs another fleet's config (default examples/dynamite.yaml, or examples/dynamite_stream.yaml with
+``--stream``; it must declare the grid strategies, as bench/dynamite_fleet_*.yaml do).
 """
 
 from __future__ import annotations
@@ -99,8 +102,9 @@ def main() -> None:
     parser.add_argument("--strategies", nargs="+", default=None)
     parser.add_argument("--uncalibrated", action="store_true", help="DYNAMITE's drift factor fixed at 1")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides (YAML values)")
+    parser.add_argument("--config", default=None, help="the config to run (default: the example)")
     args = parser.parse_args()
-    path = "examples/dynamite_stream.yaml" if args.stream else "examples/dynamite.yaml"
+    path = args.config or ("examples/dynamite_stream.yaml" if args.stream else "examples/dynamite.yaml")
     base = load_config(path)
     names = args.strategies or (stream_strategies(base) if args.stream else STRATEGIES)
     for dataset in args.datasets:
