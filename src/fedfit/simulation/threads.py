@@ -6,8 +6,8 @@ update several times slower (bench/RESULTS.md, "Threads"). So fedfit trains each
 intra-op thread (in the driver and in every pool worker; this also makes training bitwise the
 same in any process), and by default (``"auto"``) runs the driver's own work — evaluation,
 aggregation, cost measurement — on one thread too: parallelism comes from devices training
-concurrently (``simulation.executor: threads`` or ``process``, one worker per core with
-``workers: auto``), not from threads inside one small op. A number overrides the driver's count (say, a big model
+concurrently (the default ``simulation.executor: auto``, :func:`auto_executor`; or ``threads``
+or ``process``, one worker per core with ``workers: auto``), not from threads inside one small op. A number overrides the driver's count (say, a big model
 evaluated on an idle many-core machine); training stays at one thread per task.
 
 >>> driver_threads("auto"), driver_threads(4)
