@@ -7,7 +7,9 @@ runs its own ``FedAvg`` (Message API, ``run_simulation`` on Ray, bound to 127.0.
 CPUs, one per client actor); fedfit runs its orchestrator on a fleet of always-online
 mains-powered devices (a CSV trace pins them online, cool and on Wi-Fi), so every invited device
 returns an update on both sides. Each entry of ``--sides`` is one row: ``fedfit`` (the executor
-``--fedfit-executor`` names, ``local`` by default: one process), ``fedfit:process`` (a pool of
+``--fedfit-executor`` names, by default ``auto``, fedfit's default config: ``threads`` with one
+training thread per core this process may run on, ``local`` on one core), ``fedfit:local`` (one
+thread), ``fedfit:process`` (a pool of
 ``--num-cpus`` workers, as many processes as Flower's client actors; results identical to
 ``local``), ``fedfit:batched`` (a round's cohort trained as one vectorised op; results equal to
 ``local`` within float rounding), ``fedfit:threads`` (the devices of a round trained concurrently on
@@ -52,7 +54,7 @@ os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 os.environ["OMP_NUM_THREADS"] = "1"  # both sides, and Flower's Ray workers, which inherit it
 
 #: fedfit executors a row may run, and the rows ``--sides`` accepts.
-EXECUTORS = ("local", "process", "batched", "threads")
+EXECUTORS = ("auto", "local", "process", "batched", "threads")
 SIDES = ("fedfit", *(f"fedfit:{e}" for e in EXECUTORS), "flower")
 ALWAYS_ON = "t_s,link,bandwidth_bps,online,temperature_c\n0,wifi,100000000,true,30\n"
 
@@ -70,7 +72,8 @@ def fedfit_config(args: argparse.Namespace, trace: str, executor: str) -> Any:
         "orchestration": {"rounds": args.rounds, "clients_per_round": args.per_round},
         "batching": {"mode": "fixed", "selection": "uniform"},
         "output": {"plots": False, "progress": False, "checkpoint_every": 0},
-        "simulation": {"executor": executor, "workers": args.num_cpus},
+        # auto: fedfit's default (one training thread per core); a pool: as many workers as Flower's actors
+        "simulation": {"executor": executor} if executor == "auto" else {"executor": executor, "workers": args.num_cpus},
     })
 
 
@@ -235,6 +238,11 @@ def row_label(side: str, args: argparse.Namespace) -> str:
     if side == "flower":
         return f"flower ({args.num_cpus} actors)"
     executor = fedfit_executor(side, args)
+    if executor == "auto":
+        from fedfit.simulation.threads import auto_executor
+
+        chosen, workers = auto_executor(zoo_model=True)
+        return f"fedfit auto ({chosen}" + (f", {workers} workers)" if chosen == "threads" else ")")
     return f"fedfit {executor}" + (f" ({args.num_cpus} workers)" if executor in ("process", "threads") else "")
 
 
@@ -277,13 +285,14 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--num-cpus", type=int, default=2,
                     help="Ray CPUs for Flower's simulation (and fedfit's pool workers with --fedfit-executor process)")
-    ap.add_argument("--fedfit-executor", default="local", choices=list(EXECUTORS),
-                    help="the executor of a plain 'fedfit' row: local (one process), process (a pool of "
-                         "--num-cpus workers), batched (vmap over a round's cohort) or threads (--num-cpus "
-                         "training threads in one process)")
+    ap.add_argument("--fedfit-executor", default="auto", choices=list(EXECUTORS),
+                    help="the executor of a plain 'fedfit' row: auto (fedfit's default: a training thread "
+                         "per core, local on one core), local (one thread), process (a pool of --num-cpus "
+                         "workers), batched (vmap over a round's cohort) or threads (--num-cpus training "
+                         "threads in one process)")
     ap.add_argument("--sides", default="fedfit,flower",
-                    help="rows, comma-separated: fedfit, fedfit:local, fedfit:process, fedfit:batched, "
-                         "fedfit:threads, flower")
+                    help="rows, comma-separated: fedfit, fedfit:auto, fedfit:local, fedfit:process, "
+                         "fedfit:batched, fedfit:threads, flower")
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of fedfit's round loop (the driver's; the last fedfit row)")
     ap.add_argument("--no-compile", dest="compile", action="store_false",
                     help="do not compile fedfit's modules to bytecode before the first row (as installing it does)")

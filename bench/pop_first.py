@@ -51,7 +51,8 @@ def run(devices: int, per_round: int, rounds: int) -> dict[str, list[tuple[float
                   "trace_model": "lazy"},
         "training": {"batch_size": 16, "max_steps": 4},
         "orchestration": {"rounds": rounds, "clients_per_round": per_round},
-        "output": {"plots": False, "progress": False}}))
+        "output": {"plots": False, "progress": False},
+        "simulation": {"executor": "local"}}))
     parts = scale._Parts()
     exp.fleet._executor = scale._TimedEach(exp.fleet._executor, parts)  # type: ignore[assignment]
     mode = ["batch"]

@@ -29,7 +29,8 @@ config = parse_config({
               "trace_model": "lazy"},
     "training": {"batch_size": 16, "max_steps": 4},
     "orchestration": {"rounds": rounds, "clients_per_round": per_round},
-    "output": {"plots": False, "progress": False}})
+    "output": {"plots": False, "progress": False},
+    "simulation": {"executor": "local"}})
 exp = build(config)
 parts = scale._Parts()
 exp.fleet._executor = scale._TimedEach(exp.fleet._executor, parts)

@@ -378,7 +378,8 @@ def fleet_config(devices: int, per_round: int, rounds: int, trace_model: str = "
                   "trace_model": trace_model},
         "training": {"batch_size": 16, "max_steps": 4},
         "orchestration": {"rounds": rounds, "clients_per_round": per_round},
-        "output": {"plots": False, "progress": False}}
+        "output": {"plots": False, "progress": False},
+        "simulation": {"executor": "local"}}  # lazy, in this thread: the timers split training out
 
 
 def bench_fleet(devices: int, per_round: int, rounds: int = 4, trace_model: str = "lazy",

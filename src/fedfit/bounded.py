@@ -12,11 +12,12 @@ Every refusal is a :class:`~fedfit.errors.ConfigError` of one line naming the fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from fedfit.errors import ConfigError
+
+if TYPE_CHECKING:  # PyYAML is imported where a document is read: a run from a dict config never loads it
+    import yaml
 
 #: Largest config file accepted (bytes); ``FEDFIT_MAX_CONFIG_BYTES`` overrides it for ``fedfit``.
 MAX_CONFIG_BYTES = 1 << 20
@@ -53,6 +54,8 @@ def load_yaml(text: str, source: str, max_nodes: int = MAX_YAML_NODES) -> Any:
     Raises:
         ConfigError: invalid YAML, several documents, or too many nodes once aliases expand.
     """
+    import yaml  # noqa: PLC0415 - see the module's imports
+
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -77,9 +80,12 @@ def expanded_size(node: yaml.Node, sizes: dict[int, int], cap: int) -> int:
     ``sizes`` memoises by node identity, so the count costs one pass over the composed graph
     however large the expansion; counting stops a little past ``cap``.
 
+    >>> import yaml
     >>> expanded_size(yaml.compose("a: &x [1, 2]\\nb: [*x, *x]"), {}, 100)
     13
     """
+    import yaml  # noqa: PLC0415 - see the module's imports
+
     key = id(node)
     if key in sizes:
         return sizes[key]

@@ -30,6 +30,7 @@ from fedfit.simulation.cohort_cost import MEASURED
 from fedfit.simulation.executors import Executor, LocalExecutor, ProcessPoolExecutor
 from fedfit.simulation.fleet import SimulatedFleet
 from fedfit.simulation.threaded import ThreadExecutor
+from fedfit.simulation.threads import auto_executor
 from fedfit.simulation.workload import Workload, WorkloadRecipe
 from fedfit.types import Params
 from fedfit.autorun import Resolved, driver, resolve
@@ -62,6 +63,9 @@ class Experiment:
 
 
 def _executor(config: ExperimentConfig, recipe: WorkloadRecipe, workload: Workload) -> Executor:
+    if config.simulation.executor == "auto":
+        chosen, workers = auto_executor(recipe.model.factory is None)
+        return ThreadExecutor(workload, workers) if chosen == "threads" else LocalExecutor(workload)
     if config.simulation.executor == "process":
         return ProcessPoolExecutor(recipe, config.simulation.workers, workload, config.simulation.start_method)
     if config.simulation.executor == "batched":

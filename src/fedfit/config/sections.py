@@ -239,6 +239,8 @@ class EvaluationConfig(Section):
 class SimulationConfig(Section):
     """How device training is executed (never changes virtual times or results).
 
+    ``executor: auto``: ``threads`` with one worker per usable core for the zoo's models, ``local``
+    on one core or for a user's module (:func:`fedfit.simulation.threads.auto_executor`).
     ``workers``: pool processes (``"auto"``: one per core). ``torch_threads``: the driver's
     intra-op threads for evaluation and aggregation (``"auto"``: 1); training always runs on one
     intra-op thread per task (:mod:`fedfit.simulation.threads`). ``batched``: in this process, a
@@ -253,7 +255,7 @@ class SimulationConfig(Section):
     :func:`fedfit.simulation.executors.start_method`).
     """
 
-    executor: Literal["local", "process", "batched", "ray", "threads"] = "local"
+    executor: Literal["auto", "local", "process", "batched", "ray", "threads"] = "auto"
     workers: PositiveInt | Literal["auto"] = 2
     torch_threads: PositiveInt | Literal["auto"] = "auto"
     ray_address: str | None = None

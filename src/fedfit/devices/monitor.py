@@ -12,8 +12,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-import psutil
-
 from fedfit.devices.traces import DeviceTrace
 from fedfit.types import DeviceState, Link, Thermal
 
@@ -90,6 +88,8 @@ class PsutilMonitor:
         self._budget = training_budget_bytes
         self._transfers: deque[tuple[int, float]] = deque(maxlen=transfer_window)
         self._warm_c, self._hot_c = warm_c, hot_c
+        import psutil  # noqa: PLC0415 - the real host's monitor only: a simulated run never imports psutil
+
         psutil.cpu_percent(interval=None)  # prime: the first reading is meaningless
 
     def record_transfer(self, num_bytes: int, seconds: float) -> None:
@@ -112,6 +112,8 @@ class PsutilMonitor:
 
     def snapshot(self, at_s: float) -> DeviceState:
         """Measure the host now (``at_s`` is not used: a real host lives in wall time)."""
+        import psutil  # noqa: PLC0415 - see __init__
+
         available = int(psutil.virtual_memory().available)
         free = available if self._budget is None else min(available, self._budget)
         fraction, charging = _battery()
@@ -131,6 +133,8 @@ class PsutilMonitor:
 
     def _temperature(self) -> tuple[float | None, Thermal]:
         """Hottest sensor reading and its thermal state (against the sensor's ``high`` mark)."""
+        import psutil  # noqa: PLC0415 - see __init__
+
         read = getattr(psutil, "sensors_temperatures", None)
         readings = read() if read is not None else {}
         hottest = None
@@ -152,6 +156,8 @@ class PsutilMonitor:
 
 def _battery() -> tuple[float | None, bool | None]:
     """Battery fraction and plugged-in flag; ``(None, None)`` without a battery sensor."""
+    import psutil  # noqa: PLC0415 - see PsutilMonitor.__init__
+
     read = getattr(psutil, "sensors_battery", None)
     status = read() if read is not None else None
     if status is None:
@@ -163,6 +169,8 @@ def _battery() -> tuple[float | None, bool | None]:
 
 def _link() -> Link:
     """Link kind from the interfaces that are up (loopback and virtual ones ignored)."""
+    import psutil  # noqa: PLC0415 - see PsutilMonitor.__init__
+
     up = [name for name, stats in psutil.net_if_stats().items() if stats.isup]
     if any(name.startswith(_WIFI_PREFIXES) for name in up):
         return Link.WIFI

@@ -6,8 +6,8 @@ update several times slower (bench/RESULTS.md, "Threads"). So fedfit trains each
 intra-op thread (in the driver and in every pool worker; this also makes training bitwise the
 same in any process), and by default (``"auto"``) runs the driver's own work — evaluation,
 aggregation, cost measurement — on one thread too: parallelism comes from devices training
-concurrently (``simulation.executor: threads`` or ``process``, one worker per core with
-``workers: auto``), not from threads inside one small op. A number overrides the driver's count (say, a big model
+concurrently (the default ``simulation.executor: auto``, :func:`auto_executor`; or ``threads``
+or ``process``, one worker per core with ``workers: auto``), not from threads inside one small op. A number overrides the driver's count (say, a big model
 evaluated on an idle many-core machine); training stays at one thread per task.
 
 >>> driver_threads("auto"), driver_threads(4)
@@ -33,14 +33,33 @@ def driver_threads(setting: int | Auto) -> int:
     return 1 if setting == "auto" else setting
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, where the platform reports one."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, cores or 1)
+
+
 def pool_workers(setting: int | Auto, cores: int | None = None) -> int:
     """Worker processes for ``simulation.workers``: ``"auto"`` is one per core this process may
     run on (its CPU affinity, where the platform reports one)."""
     if setting != "auto":
         return setting
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, cores or 1)
+    return max(1, usable_cores() if cores is None else cores)
+
+
+def auto_executor(zoo_model: bool, cores: int | None = None) -> tuple[Literal["local", "threads"], int]:
+    """``simulation.executor: auto``: the executor and its workers for this machine.
+
+    ``threads`` with one worker per core this process may run on, when there are two or more
+    and the model is the zoo's; ``local`` on one core, or for a user's module, which may draw
+    torch's global random generator (dropout) and would then draw it in a different order on
+    concurrent threads from run to run.
+
+    >>> auto_executor(True, cores=8), auto_executor(True, cores=1), auto_executor(False, cores=8)
+    (('threads', 8), ('local', 1), ('local', 1))
+    """
+    workers = pool_workers("auto", cores)
+    return ("threads", workers) if zoo_model and workers > 1 else ("local", 1)
 
 
 @contextmanager
