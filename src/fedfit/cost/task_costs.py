@@ -6,8 +6,9 @@ and its local data: their model cost, peak memory and compute rate per thermal s
 out once per group, and the per-task terms (local work, FLOPs, transfer, energy) as numpy
 arrays. Every float operation is the scalar model's, in its order, on the same values, so each
 :class:`~fedfit.types.TaskCost` equals the one ``task_cost`` gives, bit for bit. Plans with
-memory-saving techniques or the σ² probe (and models whose FLOPs are not floats) are priced task
-by task.
+memory-saving techniques or the σ² probe (and models whose FLOPs are not floats), and tasks of
+devices holding fewer samples than the micro-batch (priced at the micro-batch they can run,
+:meth:`~fedfit.types.TrainPlan.for_samples`), are priced task by task.
 
 >>> from fedfit.cost import MemoryModel, ModelCost, task_cost
 >>> from fedfit.devices.catalogue import tier
@@ -55,12 +56,16 @@ def task_costs(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfile], st
     for rows in groups.values():
         first = plans[rows[0]]
         profile, model_cost = profiles[rows[0]], costs(first.width)
-        if first.techniques.active or first.sigma_probe or not isinstance(model_cost.train_flops_per_sample, float):
-            for i in rows:
+        whole = first.techniques.active or first.sigma_probe or not isinstance(model_cost.train_flops_per_sample, float)
+        short = rows if whole else [i for i in rows if plans[i].for_samples(num_examples[i]) is not plans[i]]
+        if short:  # a device holding fewer samples than its micro-batch: priced at what it holds
+            for i in short:
                 down, up = plan_payload_bytes(model_cost, plans[i], payloads[i])
                 found[i] = task_cost(plan=plans[i], profile=profile, state=states[i], cost=model_cost, memory=memory,
                                      num_examples=num_examples[i], bytes_down=down, bytes_up=up)
-            continue
+            if whole or len(short) == len(rows):
+                continue
+            rows = [i for i in rows if found[i] is None]
         priced = _plain(first, profile, [states[i] for i in rows], model_cost, memory,
                         [num_examples[i] for i in rows], [payloads[i] for i in rows])
         for i, cost in zip(rows, priced):

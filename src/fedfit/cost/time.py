@@ -62,13 +62,16 @@ def task_cost(
 ) -> TaskCost:
     """The modelled cost of running ``plan`` on a device in ``state``.
 
-    The plan's techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
+    The plan runs at the micro-batch its device's samples allow (:meth:`TrainPlan.for_samples`:
+    a device holding fewer samples than its micro-batch puts them all through in one pass), which
+    sets its peak memory and utilisation. Its techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
     split learning the edge server's compute and the activation traffic are added. A plain plan
     asking the σ² probe (``plan.sigma_probe``) pays its two half-batch forward/backward calls, and
     with ``plan.curvature_probe`` its Hessian-vector product too, each call at its own
     utilisation (:mod:`fedfit.cost.probe_work`), in time and energy.
     """
     memory = memory.for_device(profile)
+    plan = plan.for_samples(num_examples)  # a pass holds at most the samples the device has
     steps, samples = local_work(plan, num_examples)
     flops, edge_flops = plan_flops(cost, plan, samples, steps)
     compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)
