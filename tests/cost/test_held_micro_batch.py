@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from fedfit.cost import MemoryModel, measure, task_cost
+from fedfit.cost import MemoryModel, TaskPredictor, measure, task_cost
 from fedfit.cost.task_costs import task_costs
 from fedfit.models import ModelSpec
+from fedfit.policy.readiness import Deferral, readiness
 from fedfit.training import train
 from fedfit.types import TrainPlan, UtilisationCurve
 from tests.helpers import profile, state
@@ -52,6 +53,16 @@ def test_step_cap_counts_the_samples_held() -> None:
     assert (update.samples_processed, update.steps, update.micro_batch) == (2, 2, 1)
 
 
+def test_step_cap_counts_the_samples_held_under_accumulation() -> None:
+    """10 samples, micro-batch 8 × 4 (a step of 32), 5 epochs, at most 2 steps: 2 steps of 10."""
+    plan = TrainPlan(0, 0, 8, accumulation_steps=4, local_epochs=5, max_steps=2)
+    assert _cost(plan, 10).flops == 20 * measure(SPEC).train_flops_per_sample
+    assert _cost(plan, 10).peak_memory_bytes == MemoryModel().peak_bytes(measure(SPEC), 8)
+    model = SPEC.build()
+    update = train(model, model.state_dict(), torch.randn(10, 1, 8, 8), torch.arange(10), plan, seed=1)
+    assert (update.samples_processed, update.steps, update.micro_batch) == (20, 2, 8)
+
+
 def test_round_pricing_matches_task_by_task_for_short_devices() -> None:
     plans = [TrainPlan(d, 0, 16, max_steps=4) for d in range(4)]
     sizes = [1, 40, 7, 16]
@@ -66,3 +77,13 @@ def test_for_samples_caps_every_epoch() -> None:
     assert plan.for_samples(6).epoch_batches == ((6, 1), (4, 2), (6, 1))
     assert plan.for_samples(6).micro_batch == 6
     assert plan.for_samples(16) is plan and plan.for_samples(0) is plan
+
+
+def test_compute_aware_selection_does_not_defer_a_device_short_of_samples() -> None:
+    """Free memory for 1 sample, a batch-32 plan: a device holding 1 sample is not memory-short."""
+    cost, memory = measure(SPEC), MemoryModel()
+    free = state(free_memory_bytes=memory.peak_bytes(cost, 1))
+    predictor = TaskPredictor(lambda w: cost, memory, [1, 500])
+    one, many = (readiness(TrainPlan(d, 0, 32), PHONE, free, predictor) for d in (0, 1))
+    assert (one.affordable_batch, one.planned_batch, many.planned_batch) == (1, 1, 32)
+    assert not Deferral().defers(one) and Deferral().defers(many)

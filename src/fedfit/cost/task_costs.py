@@ -86,7 +86,8 @@ def _samples(plan: TrainPlan, num_examples: Sequence[int]) -> npt.NDArray[np.int
     if plan.max_steps is not None:
         steps = np.ceil(examples / plan.effective_batch).astype(np.int64) * plan.local_epochs
         capped = steps > plan.max_steps
-        samples = np.where(capped, np.minimum(samples, plan.max_steps * plan.effective_batch), samples)
+        step = np.minimum(examples, plan.effective_batch)  # a step takes at most the samples held
+        samples = np.where(capped, np.minimum(samples, plan.max_steps * step), samples)
     return samples
 
 

@@ -26,13 +26,18 @@ THERMAL_FACTOR: dict[Thermal, float] = {
 
 
 def local_work(plan: TrainPlan, num_examples: int) -> tuple[int, int]:
-    """(optimiser steps, samples processed) of a plan over ``num_examples`` local samples."""
+    """(optimiser steps, samples processed) of a plan over ``num_examples`` local samples (a step
+    takes at most the samples held).
+
+    >>> local_work(TrainPlan(0, 0, 8, accumulation_steps=4, local_epochs=5, max_steps=2), 10)
+    (2, 20)
+    """
     steps_per_epoch = math.ceil(num_examples / plan.effective_batch)
     steps = steps_per_epoch * plan.local_epochs
     samples = num_examples * plan.local_epochs
     if plan.max_steps is not None and steps > plan.max_steps:
         steps = plan.max_steps
-        samples = min(samples, steps * plan.effective_batch)
+        samples = min(samples, steps * min(plan.effective_batch, num_examples))
     return steps, samples
 
 
