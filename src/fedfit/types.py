@@ -181,8 +181,10 @@ class Update:
         num_examples: size of the device's local training set.
         samples_processed: samples passed through forward/backward (epochs × data, capped by steps).
         steps: optimiser steps taken.
-        micro_batch: micro-batch actually used (the last epoch's when it changed per epoch), at
-            most ``num_examples`` (:func:`held_micro_batch`).
+        micro_batch: micro-batch setting used (the last epoch's when it changed per epoch); a
+            pass holds at most ``num_examples`` of it (:func:`held_micro_batch`: what metrics
+            and events report as run). The setting, not that, is what the registry's batch
+            history keeps, so a stream device whose buffer was small is not planned small later.
         accumulation_steps: accumulation actually used (the last epoch's likewise).
         train_loss: mean training loss over the task.
         epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` used (runtime feedback).

@@ -50,7 +50,7 @@ def test_step_cap_counts_the_samples_held() -> None:
     x, y = torch.randn(1, 1, 8, 8), torch.tensor([3])
     model = SPEC.build()
     update = train(model, model.state_dict(), x, y, TrainPlan(0, 0, 32, local_epochs=5, max_steps=2), seed=1)
-    assert (update.samples_processed, update.steps, update.micro_batch) == (2, 2, 1)
+    assert (update.samples_processed, update.steps) == (2, 2)
 
 
 def test_step_cap_counts_the_samples_held_under_accumulation() -> None:
@@ -60,7 +60,7 @@ def test_step_cap_counts_the_samples_held_under_accumulation() -> None:
     assert _cost(plan, 10).peak_memory_bytes == MemoryModel().peak_bytes(measure(SPEC), 8)
     model = SPEC.build()
     update = train(model, model.state_dict(), torch.randn(10, 1, 8, 8), torch.arange(10), plan, seed=1)
-    assert (update.samples_processed, update.steps, update.micro_batch) == (20, 2, 8)
+    assert (update.samples_processed, update.steps) == (20, 2)
 
 
 def test_round_pricing_matches_task_by_task_for_short_devices() -> None:

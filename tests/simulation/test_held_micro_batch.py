@@ -55,7 +55,6 @@ def test_one_sample_device_fits_where_batch_32_would_not() -> None:
     one, many = by_device[0], by_device[1]
     assert one.ok and isinstance(one.outcome, Update)
     assert one.cost.peak_memory_bytes == peak_one
-    assert (one.plan.micro_batch, one.outcome.micro_batch) == (32, 1)  # planned kept, ran reported
     record = event_record(one)
     assert (record["micro_batch"], record["micro_batch_run"]) == (32, 1)
     # the other device holds its batch: priced at 32, which this budget does not fit

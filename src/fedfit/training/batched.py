@@ -41,7 +41,7 @@ from fedfit.training.stacked_optim import StackedOptimizer
 from fedfit.training.stacked_curvature import Losses, cohort_curvature
 from fedfit.training.stacked_probe import Gradients, half_differences, sigma2_of
 from fedfit.training.trainer import _batches, _next_batch, task_generator
-from fedfit.types import Params, TrainPlan, Update, held_micro_batch
+from fedfit.types import Params, TrainPlan, Update
 
 #: Leaf modules that compute every sample independently and hold no state besides parameters.
 PER_SAMPLE_LEAVES: tuple[type[nn.Module], ...] = (
@@ -232,8 +232,7 @@ def _update(plan: TrainPlan, params: Params, examples: int, batches: Sequence[to
         num_examples=examples,
         samples_processed=samples,
         steps=len(batches),
-        micro_batch=held_micro_batch(plan.epoch_batches[-1][0] if plan.epoch_batches else plan.micro_batch,
-                                     examples),
+        micro_batch=plan.epoch_batches[-1][0] if plan.epoch_batches else plan.micro_batch,
         accumulation_steps=plan.epoch_batches[-1][1] if plan.epoch_batches else plan.accumulation_steps,
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=plan.epoch_batches,

@@ -27,7 +27,7 @@ from fedfit.training.optimizers import OptimizerConfig
 from fedfit.training.probe import half_batch_sigma2
 from fedfit.training.program import MicroStep
 from fedfit.training.techniques import build_program
-from fedfit.types import Params, TrainPlan, Update, held_micro_batch
+from fedfit.types import Params, TrainPlan, Update
 
 
 __all__ = ["EpochBatch", "OptimizerConfig", "evaluate", "task_generator", "train"]
@@ -172,7 +172,7 @@ def train(
         num_examples=len(x),
         samples_processed=samples,
         steps=steps,
-        micro_batch=held_micro_batch(batches[-1][0] if batches else plan.micro_batch, len(x)),
+        micro_batch=batches[-1][0] if batches else plan.micro_batch,
         accumulation_steps=batches[-1][1] if batches else plan.accumulation_steps,
         train_loss=loss_sum / max(samples, 1),
         epoch_batches=batches,
