@@ -57,7 +57,7 @@ def task_costs(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfile], st
         first = plans[rows[0]]
         profile, model_cost = profiles[rows[0]], costs(first.width)
         whole = first.techniques.active or first.sigma_probe or not isinstance(model_cost.train_flops_per_sample, float)
-        short = rows if whole else [i for i in rows if plans[i].for_samples(num_examples[i]) is not plans[i]]
+        short = rows if whole else _short(rows, plans, num_examples, first.micro_batch)
         if short:  # a device holding fewer samples than its micro-batch: priced at what it holds
             for i in short:
                 down, up = plan_payload_bytes(model_cost, plans[i], payloads[i])
@@ -71,6 +71,14 @@ def task_costs(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfile], st
         for i, cost in zip(rows, priced):
             found[i] = cost
     return [c for c in found if c is not None]
+
+
+def _short(rows: list[int], plans: Sequence[TrainPlan], num_examples: Sequence[int], micro: int) -> list[int]:
+    """The ``rows`` whose device holds fewer samples than its plan's micro-batch (``micro``, or
+    an epoch's): checked row by row only when some might."""
+    if min(num_examples[i] for i in rows) >= micro and not any(plans[i].epoch_batches for i in rows):
+        return []
+    return [i for i in rows if plans[i].for_samples(num_examples[i]) is not plans[i]]
 
 
 #: A plan's shape besides its techniques (grouped by the techniques' identity).
