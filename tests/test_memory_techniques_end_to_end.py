@@ -14,7 +14,11 @@ from fedfit.errors import ConfigError
 from fedfit.runner import run
 from tests.test_end_to_end import small
 
-TIGHT = {"training": {"batch_size": 512}, "fleet": {"tiers": {"older_phone": 6, "flagship_phone": 6}}}
+# A phone whose budget (850 kB) is below the CNN's plain peak at batch 16 (907 kB) but above its
+# peak with selective training (629 kB); its devices hold their batch (a batch above the samples
+# held is priced at the samples held, so it would not run out of memory).
+TIGHT = {"fleet": {"tiers": {"tight_phone": 6, "flagship_phone": 6},
+                   "custom_tiers": {"tight_phone": {"base": "older_phone", "training_memory_bytes": 850_000}}}}
 
 
 def _failures(result, cause: str) -> int:

@@ -26,7 +26,7 @@ from fedfit.types import DeviceProfile, Params
 
 
 def memory_planner(config: ExperimentConfig, base: Planner, costs: Callable[[float], ModelCost],
-                   memory: MemoryModel, spec: ModelSpec) -> MemoryPlanner:
+                   memory: MemoryModel, spec: ModelSpec, num_examples: Sequence[int] = ()) -> MemoryPlanner:
     """The technique-fitting planner of the ``memory:`` section around ``base``."""
     m = config.memory
     settings = MemorySettings(
@@ -38,7 +38,8 @@ def memory_planner(config: ExperimentConfig, base: Planner, costs: Callable[[flo
     num_stages = stage_count(spec)
     if m.split.cut is not None and not 1 <= m.split.cut < num_stages:
         raise ConfigError(f"memory.split.cut: must be in 1..{num_stages - 1} for model {spec.name}")
-    return MemoryPlanner(base, settings=settings, costs=costs, memory=memory, num_stages=num_stages)
+    return MemoryPlanner(base, settings=settings, costs=costs, memory=memory, num_stages=num_stages,
+                         num_examples=num_examples)
 
 
 def batching_rules(config: ExperimentConfig) -> BatchingRules:
@@ -87,7 +88,7 @@ def planner_chain(config: ExperimentConfig, predictor: TaskPredictor, batch: Pla
     base: Planner = batch or FixedPlanner(batch_size=t.batch_size, local_epochs=t.local_epochs, lr=t.lr,
                                             max_steps=t.max_steps, deadline_s=o.deadline_s)
     if config.memory.mode != "off":
-        base = memory_planner(config, base, costs, memory, spec)
+        base = memory_planner(config, base, costs, memory, spec, predictor.num_examples)
     if w.kind == "budget":
         return BudgetEpochsPlanner(base, predictor, w.budget_s, w.min_epochs, w.max_epochs)
     return base

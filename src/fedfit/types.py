@@ -7,6 +7,7 @@ the planner writes ``TrainPlan``, the fleet returns ``TaskResult`` (an ``Update`
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -88,6 +89,12 @@ class Techniques:
         return tuple(k for k, v in on.items() if v)
 
 
+def held_micro_batch(micro_batch: int, num_examples: int) -> int:
+    """``min(micro_batch, num_examples)``: a pass holds at most the samples the device has
+    (``micro_batch`` itself when it has none: nothing runs)."""
+    return min(micro_batch, num_examples) if num_examples > 0 else micro_batch
+
+
 @dataclass(frozen=True, slots=True)
 class TrainPlan:
     """What one device is asked to do in one task.
@@ -136,6 +143,25 @@ class TrainPlan:
         """Samples per optimiser step: ``micro_batch * accumulation_steps``."""
         return self.micro_batch * self.accumulation_steps
 
+    def micro_batch_for(self, num_examples: int) -> int:
+        """Samples one forward/backward pass can hold on a device with ``num_examples`` samples:
+        ``min(micro_batch, num_examples)`` (the planned ``micro_batch`` when it holds none, as
+        nothing then runs). What the cost model prices and the trainer reports.
+
+        >>> TrainPlan(0, 0, 32).micro_batch_for(1), TrainPlan(0, 0, 32).micro_batch_for(40)
+        (1, 32)
+        """
+        return held_micro_batch(self.micro_batch, num_examples)
+
+    def for_samples(self, num_examples: int) -> TrainPlan:
+        """The plan as it runs on ``num_examples`` samples: its micro-batch (and each epoch's)
+        capped by :meth:`micro_batch_for`; ``self`` when nothing is capped."""
+        if num_examples <= 0 or max((m for m, _ in self.epoch_batches), default=self.micro_batch) <= num_examples \
+                and self.micro_batch <= num_examples:
+            return self
+        return dataclasses.replace(self, micro_batch=min(self.micro_batch, num_examples),
+                                   epoch_batches=tuple((min(m, num_examples), a) for m, a in self.epoch_batches))
+
     def epoch_batch(self, epoch: int) -> tuple[int, int]:
         """``(micro_batch, accumulation_steps)`` of local epoch ``epoch`` (0-based)."""
         if self.epoch_batches:
@@ -155,7 +181,10 @@ class Update:
         num_examples: size of the device's local training set.
         samples_processed: samples passed through forward/backward (epochs × data, capped by steps).
         steps: optimiser steps taken.
-        micro_batch: micro-batch actually used (the last epoch's when it changed per epoch).
+        micro_batch: micro-batch setting used (the last epoch's when it changed per epoch); a
+            pass holds at most ``num_examples`` of it (:func:`held_micro_batch`: what metrics
+            and events report as run). The setting, not that, is what the registry's batch
+            history keeps, so a stream device whose buffer was small is not planned small later.
         accumulation_steps: accumulation actually used (the last epoch's likewise).
         train_loss: mean training loss over the task.
         epoch_batches: per-epoch ``(micro_batch, accumulation_steps)`` used (runtime feedback).

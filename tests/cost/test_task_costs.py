@@ -24,15 +24,18 @@ def _state(rng: random.Random) -> DeviceState:
 
 def _reference(plan: TrainPlan, profile: object, state: DeviceState, examples: int, payload: int,
                memory: MemoryModel) -> TaskCost:
-    """The scalar model written out (local work, FLOPs, transfer, energy) for plain plans."""
+    """The scalar model written out (local work, FLOPs, transfer, energy) for plain plans, at the
+    micro-batch the device can run: at most the samples it holds."""
     assert isinstance(profile, type(TIERS["flagship_phone"]))
     cost = _COSTS[plan.width]
-    steps = math.ceil(examples / plan.effective_batch) * plan.local_epochs
+    micro = min(plan.micro_batch, examples)
+    effective = micro * plan.accumulation_steps
+    steps = math.ceil(examples / effective) * plan.local_epochs
     samples = examples * plan.local_epochs
     if plan.max_steps is not None and steps > plan.max_steps:
-        samples = min(samples, plan.max_steps * plan.effective_batch)
+        samples = min(samples, plan.max_steps * min(effective, examples))
     flops = cost.train_flops_per_sample * samples
-    rate = profile.flops_per_s * profile.utilisation.at(plan.micro_batch) * {
+    rate = profile.flops_per_s * profile.utilisation.at(micro) * {
         Thermal.NOMINAL: 1.0, Thermal.WARM: 0.8, Thermal.HOT: 0.5, Thermal.UNKNOWN: 1.0}[state.thermal]
     bw = state.bandwidth_bps
     transfer = math.inf if bw <= 0 else profile.latency_s + payload * 8 / bw
@@ -40,7 +43,7 @@ def _reference(plan: TrainPlan, profile: object, state: DeviceState, examples: i
     compute = flops / rate
     return TaskCost(download_s=transfer, compute_s=compute, upload_s=transfer,
                     energy_j=profile.compute_power_w * compute + profile.radio_power_w * radio,
-                    peak_memory_bytes=memory.for_device(profile).peak_bytes(cost, plan.micro_batch),
+                    peak_memory_bytes=memory.for_device(profile).peak_bytes(cost, micro),
                     bytes_down=payload, bytes_up=payload, flops=flops)
 
 
@@ -57,7 +60,7 @@ def test_a_round_of_random_plain_plans_equals_the_scalar_model_and_a_reference()
         plans.append(dataclasses.replace(shape, device_id=d))
         chosen.append(rng.choice(profiles))
         states.append(_state(rng))
-        examples.append(rng.randint(1, 5000))
+        examples.append(rng.randint(1, 5000) if rng.random() < 0.9 else rng.randint(1, 40))  # some short
         payloads.append(rng.choice([31400, 15700, rng.randrange(1, 2**40)]))
 
     got = task_costs(plans, chosen, states, _COSTS.__getitem__, memory, examples, payloads)

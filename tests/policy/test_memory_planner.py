@@ -61,3 +61,15 @@ def test_mode_all_merges_composable_techniques() -> None:
                        selective_k=2, seed=7)
     t = planner.plan(0, 0, profile(), state()).techniques
     assert t == dataclasses.replace(Techniques(checkpointing=True, qat_bits=8, train_stages=(2, 3)), mask_seed=7)
+
+
+def test_auto_fits_a_device_at_the_samples_it_holds() -> None:
+    """Free memory for 4 samples of a batch-32 plan: a device holding 4 needs no technique, one
+    holding 40 does."""
+    free = plan_peak_bytes(MEM, measure(SPEC), TrainPlan(0, 0, 4))
+    assert free < _peak(Techniques())
+    planner = MemoryPlanner(FixedPlanner(batch_size=32), settings=MemorySettings(), costs=lambda w: measure(SPEC, w),
+                            memory=MEM, num_stages=4, num_examples=[4, 40])
+    short, full = (planner.plan(d, 0, profile(), state(free_memory_bytes=free)) for d in (0, 1))
+    assert short.techniques == Techniques() and short.micro_batch == 32
+    assert full.techniques != Techniques()

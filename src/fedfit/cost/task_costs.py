@@ -6,8 +6,9 @@ and its local data: their model cost, peak memory and compute rate per thermal s
 out once per group, and the per-task terms (local work, FLOPs, transfer, energy) as numpy
 arrays. Every float operation is the scalar model's, in its order, on the same values, so each
 :class:`~fedfit.types.TaskCost` equals the one ``task_cost`` gives, bit for bit. Plans with
-memory-saving techniques or the σ² probe (and models whose FLOPs are not floats) are priced task
-by task.
+memory-saving techniques or the σ² probe (and models whose FLOPs are not floats), and tasks of
+devices holding fewer samples than the micro-batch (priced at the micro-batch they can run,
+:meth:`~fedfit.types.TrainPlan.for_samples`), are priced task by task.
 
 >>> from fedfit.cost import MemoryModel, ModelCost, task_cost
 >>> from fedfit.devices.catalogue import tier
@@ -55,17 +56,29 @@ def task_costs(plans: Sequence[TrainPlan], profiles: Sequence[DeviceProfile], st
     for rows in groups.values():
         first = plans[rows[0]]
         profile, model_cost = profiles[rows[0]], costs(first.width)
-        if first.techniques.active or first.sigma_probe or not isinstance(model_cost.train_flops_per_sample, float):
-            for i in rows:
+        whole = first.techniques.active or first.sigma_probe or not isinstance(model_cost.train_flops_per_sample, float)
+        short = rows if whole else _short(rows, plans, num_examples, first.micro_batch)
+        if short:  # a device holding fewer samples than its micro-batch: priced at what it holds
+            for i in short:
                 down, up = plan_payload_bytes(model_cost, plans[i], payloads[i])
                 found[i] = task_cost(plan=plans[i], profile=profile, state=states[i], cost=model_cost, memory=memory,
                                      num_examples=num_examples[i], bytes_down=down, bytes_up=up)
-            continue
+            if whole or len(short) == len(rows):
+                continue
+            rows = [i for i in rows if found[i] is None]
         priced = _plain(first, profile, [states[i] for i in rows], model_cost, memory,
                         [num_examples[i] for i in rows], [payloads[i] for i in rows])
         for i, cost in zip(rows, priced):
             found[i] = cost
     return [c for c in found if c is not None]
+
+
+def _short(rows: list[int], plans: Sequence[TrainPlan], num_examples: Sequence[int], micro: int) -> list[int]:
+    """The ``rows`` whose device holds fewer samples than its plan's micro-batch (``micro``, or
+    an epoch's): checked row by row only when some might."""
+    if min(num_examples[i] for i in rows) >= micro and not any(plans[i].epoch_batches for i in rows):
+        return []
+    return [i for i in rows if plans[i].for_samples(num_examples[i]) is not plans[i]]
 
 
 #: A plan's shape besides its techniques (grouped by the techniques' identity).
@@ -81,7 +94,8 @@ def _samples(plan: TrainPlan, num_examples: Sequence[int]) -> npt.NDArray[np.int
     if plan.max_steps is not None:
         steps = np.ceil(examples / plan.effective_batch).astype(np.int64) * plan.local_epochs
         capped = steps > plan.max_steps
-        samples = np.where(capped, np.minimum(samples, plan.max_steps * plan.effective_batch), samples)
+        step = np.minimum(examples, plan.effective_batch)  # a step takes at most the samples held
+        samples = np.where(capped, np.minimum(samples, plan.max_steps * step), samples)
     return samples
 
 

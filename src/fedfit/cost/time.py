@@ -26,13 +26,18 @@ THERMAL_FACTOR: dict[Thermal, float] = {
 
 
 def local_work(plan: TrainPlan, num_examples: int) -> tuple[int, int]:
-    """(optimiser steps, samples processed) of a plan over ``num_examples`` local samples."""
+    """(optimiser steps, samples processed) of a plan over ``num_examples`` local samples (a step
+    takes at most the samples held).
+
+    >>> local_work(TrainPlan(0, 0, 8, accumulation_steps=4, local_epochs=5, max_steps=2), 10)
+    (2, 20)
+    """
     steps_per_epoch = math.ceil(num_examples / plan.effective_batch)
     steps = steps_per_epoch * plan.local_epochs
     samples = num_examples * plan.local_epochs
     if plan.max_steps is not None and steps > plan.max_steps:
         steps = plan.max_steps
-        samples = min(samples, steps * plan.effective_batch)
+        samples = min(samples, steps * min(plan.effective_batch, num_examples))
     return steps, samples
 
 
@@ -62,13 +67,16 @@ def task_cost(
 ) -> TaskCost:
     """The modelled cost of running ``plan`` on a device in ``state``.
 
-    The plan's techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
+    The plan runs at the micro-batch its device's samples allow (:meth:`TrainPlan.for_samples`:
+    a device holding fewer samples than its micro-batch puts them all through in one pass), which
+    sets its peak memory and utilisation. Its techniques (:mod:`fedfit.cost.techniques`) set its peak memory and FLOPs; under
     split learning the edge server's compute and the activation traffic are added. A plain plan
     asking the σ² probe (``plan.sigma_probe``) pays its two half-batch forward/backward calls, and
     with ``plan.curvature_probe`` its Hessian-vector product too, each call at its own
     utilisation (:mod:`fedfit.cost.probe_work`), in time and energy.
     """
     memory = memory.for_device(profile)
+    plan = plan.for_samples(num_examples)  # a pass holds at most the samples the device has
     steps, samples = local_work(plan, num_examples)
     flops, edge_flops = plan_flops(cost, plan, samples, steps)
     compute_s = compute_time_s(flops, profile, plan.micro_batch, state.thermal)

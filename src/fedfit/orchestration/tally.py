@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fedfit.types import Failure, FailureCause, RoundReport, TaskResult
+from fedfit.types import Failure, FailureCause, RoundReport, TaskResult, Update, held_micro_batch
 
 
 @dataclass
@@ -43,7 +43,7 @@ class RoundTally:
     def count_success(self, result: TaskResult) -> None:
         self.participants[result.tier] += 1
         self.bytes_up += result.cost.bytes_up
-        self.micro_batches.setdefault(result.tier, []).append(result.plan.micro_batch)
+        self.micro_batches.setdefault(result.tier, []).append(_held(result))
 
     def count_results(self, results: Sequence[TaskResult]) -> None:
         """:meth:`count_result`, then :meth:`count_failure` or :meth:`count_success`, of each
@@ -62,7 +62,7 @@ class RoundTally:
             batches = micro_batches.get(tier)
             if batches is None:
                 batches = micro_batches[tier] = []
-            batches.append(result.plan.micro_batch)
+            batches.append(held_micro_batch(result.plan.micro_batch, outcome.num_examples))
         self.bytes_down, self.bytes_up, self.energy_j = bytes_down, bytes_up, energy_j
 
     def mean_micro_batch(self) -> dict[str, float]:
@@ -87,3 +87,9 @@ class RoundTally:
         for (tier, cause), n in sorted(self.failures_by_tier_cause.items()):
             nested.setdefault(tier, {})[cause] = n
         return nested
+
+
+def _held(result: TaskResult) -> int:
+    """The micro-batch a successful task ran: its plan's, at most the samples its device held."""
+    outcome = result.outcome
+    return held_micro_batch(result.plan.micro_batch, outcome.num_examples if isinstance(outcome, Update) else 0)

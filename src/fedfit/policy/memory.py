@@ -54,12 +54,14 @@ class MemoryPlanner:
         costs: measured model cost per width.
         memory: the memory model (same as the fleet's).
         num_stages: stages of the model.
+        num_examples: local training-set size per device id (a plan fits at the micro-batch its
+            device can run, :meth:`~fedfit.types.TrainPlan.for_samples`); empty: at its planned one.
     """
 
     def __init__(self, base: Planner, *, settings: MemorySettings, costs: Callable[[float], ModelCost],
-                 memory: MemoryModel, num_stages: int) -> None:
+                 memory: MemoryModel, num_stages: int, num_examples: Sequence[int] = ()) -> None:
         self.base, self.settings, self.costs, self.memory = base, settings, costs, memory
-        self.num_stages = num_stages
+        self.num_stages, self.num_examples = num_stages, num_examples
         self.progressive_tasks: dict[int, int] = {}
 
     def progressive_stage(self, device_id: int) -> int:
@@ -94,8 +96,11 @@ class MemoryPlanner:
             dynamic = self.base
             return lambda t: not dynamic.decide(profile, state, plan.width, t).declined
         cost, memory = self.costs(plan.width), self.memory.for_device(profile)
-        free = state.free_memory_bytes
-        return lambda t: plan_peak_bytes(memory, cost, dataclasses.replace(plan, techniques=t)) <= free
+        free, held = state.free_memory_bytes, plan.for_samples(self._held(plan.device_id))
+        return lambda t: plan_peak_bytes(memory, cost, dataclasses.replace(held, techniques=t)) <= free
+
+    def _held(self, device_id: int) -> int:
+        return self.num_examples[device_id] if device_id < len(self.num_examples) else 0
 
     def _base(self) -> Techniques:
         return Techniques(mask_seed=self.settings.seed, edge_flops_per_s=self.settings.edge_flops_per_s)

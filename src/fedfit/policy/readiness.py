@@ -23,7 +23,8 @@ class Readiness:
         device_id: the device.
         tier: its capability tier.
         affordable_batch: largest micro-batch its free memory allows now (0: cannot train).
-        planned_batch: micro-batch the planner would give it.
+        planned_batch: micro-batch the planner's plan would run on it: the planned one, at most
+            the samples it holds (:meth:`~fedfit.types.TrainPlan.micro_batch_for`).
         predicted_duration_s: predicted task time (``inf`` when unreachable).
         battery_fraction: charge in [0, 1]; ``None`` for mains power or unknown.
         charging: plugged in; ``None`` if unknown.
@@ -54,7 +55,8 @@ def readiness(plan: TrainPlan, profile: DeviceProfile, state: DeviceState, predi
     duration = predictor.cost(plan, profile, state).duration_s if state.online else math.inf
     return Readiness(device_id=plan.device_id, tier=profile.tier,
                      affordable_batch=predictor.affordable_batch(plan, profile, state),
-                     planned_batch=plan.micro_batch, predicted_duration_s=duration,
+                     planned_batch=plan.micro_batch_for(predictor.num_examples[plan.device_id]),
+                     predicted_duration_s=duration,
                      battery_fraction=state.battery_fraction, charging=state.charging,
                      thermal=state.thermal, online=state.online)
 

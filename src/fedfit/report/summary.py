@@ -8,7 +8,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from fedfit.report.tiers import tier_participation
-from fedfit.types import RoundReport, TaskResult
+from fedfit.types import RoundReport, TaskResult, Update, held_micro_batch
 
 
 def report_record(report: RoundReport) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def event_record(result: TaskResult) -> dict[str, Any]:
     """A task result as one JSON-ready ``events.jsonl`` record (no tensors, no wall time)."""
     outcome = result.outcome
     cause = None if result.ok else getattr(outcome, "cause").value
-    return {
+    record = {
         "round": result.plan.round, "device": result.plan.device_id, "tier": result.tier,
         "start_s": result.start_s, "finish_s": result.finish_s, "ok": result.ok, "cause": cause,
         "micro_batch": result.plan.micro_batch, "accumulation": result.plan.accumulation_steps,
@@ -32,6 +32,10 @@ def event_record(result: TaskResult) -> dict[str, Any]:
         "bound_by": None if result.plan.bound_by is None else result.plan.bound_by.value,
         "techniques": list(result.plan.techniques.active), "edge_compute_s": result.cost.edge_compute_s,
     }
+    if isinstance(outcome, Update) and (held := held_micro_batch(result.plan.micro_batch, outcome.num_examples)) \
+            != result.plan.micro_batch:  # the device held fewer samples than its planned micro-batch
+        record["micro_batch_run"] = held
+    return record
 
 
 def time_to_target(reports: Sequence[RoundReport], target: float) -> float | None:
