@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from fedfit.policy.dynamite.bound import Budget, Estimates, RoundShape, bound, closed_form, drift, rounds_within
 from fedfit.policy.dynamite.costs import DeviceCost
 from fedfit.policy.dynamite.energy_fill import energy_fill, round_energy_j
+from fedfit.policy.dynamite.table import CommonBatchTerms
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +61,14 @@ def batch_grid(cap: int) -> list[int]:
 def search_homogeneous(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
                        budget: Budget, tau_max: int) -> Assignment:
     """The best common (τ, b) over τ = 1..``tau_max`` and :func:`batch_grid` of the smallest cap."""
-    best = Assignment(1, tuple(1 for _ in devices), math.inf)
+    best = (math.inf, 1, 1)  # (Φ, τ, b)
+    terms = CommonBatchTerms(devices, shares)  # :func:`bound`'s values, as arrays over the devices
     for tau in range(1, tau_max + 1):
         for b in batch_grid(min(d.batch_cap for d in devices)):
-            batches = tuple(b for _ in devices)
-            value = bound(tau, batches, devices, shares, est, lr, budget)
-            if value < best.bound:
-                best = Assignment(tau, batches, value)
-    return best
+            value = terms.bound(tau, b, est, lr, budget)
+            if value < best[0]:
+                best = (value, tau, b)
+    return Assignment(best[1], tuple(best[2] for _ in devices), best[0])
 
 
 def _shapes(devices: Sequence[DeviceCost], budget: Budget) -> list[RoundShape]:
@@ -201,6 +202,7 @@ class _Totals:
         self.energies = [d.round_j(tau, b) for d, b in zip(devices, batches)]
         self.noises = [d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices)]
         self.fixed = est.rho * drift(tau, lr, est) / (lr * tau)
+        self._terms: dict[tuple[int, int], tuple[float, float, float]] = {}
         self._totals()
 
     def _value(self, slowest_s: float, energy_j: float, noise: float) -> float:
@@ -211,24 +213,38 @@ class _Totals:
     def value(self) -> float:
         return self._value(self.top[1], self.energy, self.noise)
 
+    def terms(self, i: int, b: int) -> tuple[float, float, float]:
+        """Device ``i``'s (round seconds, joules, noise term) at batch ``b``, priced once per (i, b):
+        a descent step rescores every device's neighbours, and only the moved one's change."""
+        key = (i, b)
+        if key not in self._terms:
+            d = self.devices[i]
+            self._terms[key] = (d.round_s(self.tau, b), d.round_j(self.tau, b), d.noise(self.shares[i], self.tau, b))
+        return self._terms[key]
+
     def value_if(self, i: int, b: int) -> float:
         """Φ with device ``i`` at batch ``b`` (``inf`` where the round would pass the energy cap)."""
-        d = self.devices[i]
+        seconds, joules, noise_b = self.terms(i, b)
         others = self.top[2] if i == self.top[0] else self.top[1]
-        energy = self.energy - self.energies[i] + d.round_j(self.tau, b)
+        energy = self.energy - self.energies[i] + joules
         if energy > self.cap_j * (1 + 1e-12):
             return math.inf
-        noise = self.noise - self.noises[i] + d.noise(self.shares[i], self.tau, b)
-        return self._value(max(others, d.round_s(self.tau, b)), energy, noise)
+        noise = self.noise - self.noises[i] + noise_b
+        return self._value(max(others, seconds), energy, noise)
 
     def move(self, i: int, b: int) -> None:
-        d = self.devices[i]
-        self.times[i], self.energies[i] = d.round_s(self.tau, b), d.round_j(self.tau, b)
-        self.noises[i] = d.noise(self.shares[i], self.tau, b)
+        self.times[i], self.energies[i], self.noises[i] = self.terms(i, b)
         self._totals()
 
     def _totals(self) -> None:
-        """Sums, and the slowest device with the slowest time and the runner-up's."""
+        """Sums, and the slowest device (the first of equals) with the slowest time and the
+        runner-up's (a stable sort's first two, found in one pass)."""
         self.energy, self.noise = sum(self.energies), sum(self.noises)
-        order = sorted(range(len(self.times)), key=lambda j: -self.times[j])
-        self.top = (order[0], self.times[order[0]], self.times[order[1]] if len(order) > 1 else 0.0)
+        first, top, second = 0, self.times[0], -math.inf
+        for j in range(1, len(self.times)):
+            t = self.times[j]
+            if t > top:
+                first, top, second = j, t, top
+            elif t > second:
+                second = t
+        self.top = (first, top, second if len(self.times) > 1 else 0.0)
