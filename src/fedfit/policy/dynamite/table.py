@@ -13,6 +13,7 @@ fleet's sums taken by Python's ``sum`` in device order — so the plans are unch
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,33 +34,50 @@ class CommonBatchTerms:
         self.radio_j = np.array([d.radio_power_w * d.comm_s for d in devices], dtype=np.float64)
         self.squares = np.array([p * p for p in shares], dtype=np.float64)
         self.iid = np.array([_iid(d) for d in devices], dtype=bool)
-        kinds: dict[tuple[object, ...], int] = {}
-        self.representative: list[DeviceCost] = []  # one device per kind of unit noise
-        index = []
-        for d in devices:
-            k = kinds.setdefault(_noise_kind(d), len(kinds))
-            if k == len(self.representative):
-                self.representative.append(d)
-            index.append(k)
-        self.kind = np.array(index, dtype=np.int64)
-        self._seconds_at: dict[int, tuple[Floats, Floats]] = {}
+        self.caps = [d.batch_cap for d in devices]
+        self._at: dict[tuple[int, bool], _AtBatch] = {}
 
-    def bound(self, tau: int, batch: int, est: Estimates, lr: float, budget: Budget) -> float:
-        """Φ(τ, b, …, b) over the devices, equal to :func:`~fedfit.policy.dynamite.bound.bound`."""
-        step, probe = self._seconds(batch)
-        busy = tau * step + probe
+    def bound(self, tau: int, batch: int, est: Estimates, lr: float, budget: Budget, *, capped: bool = False) -> float:
+        """Φ(τ, b, …, b) over the devices (``capped``: each device at ``min(b, its cap)``), equal to
+        :func:`~fedfit.policy.dynamite.bound.bound` of those batches."""
+        at = self._batch(batch, capped)
+        busy = tau * at.step + at.probe
         slowest = float(np.max(busy + self.comm))
         joules = sum((self.compute_w * busy + self.radio_j).tolist())
-        unit = np.array([d.noise(1.0, tau, batch) for d in self.representative], dtype=np.float64)[self.kind]
-        terms = np.where(self.iid, self.squares / batch, self.squares * unit)
+        unit = np.array([d.noise(1.0, tau, b) for d, b in at.kinds], dtype=np.float64)[at.kind]
+        terms = np.where(self.iid, self.squares / at.batches, self.squares * unit)
         return phi(tau, rounds_within(budget, slowest, joules), sum(terms.tolist()), est, lr)
 
-    def _seconds(self, batch: int) -> tuple[Floats, Floats]:
-        """Each device's (step, probe) seconds at ``batch`` (τ-independent: taken once per batch)."""
-        if batch not in self._seconds_at:
-            self._seconds_at[batch] = (np.array([d.step_s(batch) for d in self.devices], dtype=np.float64),
-                                       np.array([d.probe_s(batch) for d in self.devices], dtype=np.float64))
-        return self._seconds_at[batch]
+    def _batch(self, batch: int, capped: bool) -> _AtBatch:
+        """The devices' τ-independent terms at the common ``batch`` (taken once per batch)."""
+        key = (batch, capped)
+        if key not in self._at:
+            batches = [min(batch, c) if capped else batch for c in self.caps]
+            kinds: dict[tuple[object, ...], int] = {}
+            representative: list[tuple[DeviceCost, int]] = []  # one (device, batch) per unit noise
+            index = []
+            for d, b in zip(self.devices, batches):
+                k = kinds.setdefault((*_noise_kind(d), b), len(kinds))
+                if k == len(representative):
+                    representative.append((d, b))
+                index.append(k)
+            self._at[key] = _AtBatch(
+                step=np.array([d.step_s(b) for d, b in zip(self.devices, batches)], dtype=np.float64),
+                probe=np.array([d.probe_s(b) for d, b in zip(self.devices, batches)], dtype=np.float64),
+                batches=np.array(batches, dtype=np.float64), kind=np.array(index, dtype=np.int64),
+                kinds=representative)
+        return self._at[key]
+
+
+@dataclass(frozen=True)
+class _AtBatch:
+    """Each device's step and probe seconds, batch, and which unit noise it shares, at one batch."""
+
+    step: Floats
+    probe: Floats
+    batches: Floats
+    kind: NDArray[np.int64]
+    kinds: list[tuple[DeviceCost, int]]
 
 
 def _iid(d: DeviceCost) -> bool:
