@@ -91,7 +91,7 @@ def contracted_variances(examples: int, batch: int, steps: int, q: float) -> tup
     return v, i, _geometric(q * q, steps)
 
 
-@functools.lru_cache(maxsize=1 << 18)
+@functools.lru_cache(maxsize=1 << 16)
 def contracted_noise(examples: int, batch: int, steps: int, q: float) -> float:
     """v(q): the per-step gradient variance, in units of σ², of ``steps`` batches of ``batch``
     from ``examples`` samples with step contraction ``q`` (module docstring).
