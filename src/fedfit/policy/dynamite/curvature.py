@@ -32,6 +32,7 @@ q = clamp(1 − η β_σ, 0, 1) (:func:`contraction`).
 
 from __future__ import annotations
 
+import functools
 import math
 
 
@@ -90,6 +91,7 @@ def contracted_variances(examples: int, batch: int, steps: int, q: float) -> tup
     return v, i, _geometric(q * q, steps)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def contracted_noise(examples: int, batch: int, steps: int, q: float) -> float:
     """v(q): the per-step gradient variance, in units of σ², of ``steps`` batches of ``batch``
     from ``examples`` samples with step contraction ``q`` (module docstring).
@@ -98,6 +100,10 @@ def contracted_noise(examples: int, batch: int, steps: int, q: float) -> float:
     0.0
     >>> round(contracted_noise(12, 4, 3, 0.0), 6)  # last batch only: 1/4 · (12 − 4)/(12 − 1)
     0.181818
+
+    A pure function of four numbers, so it is kept (bounded LRU): a re-plan evaluates it for every
+    planned device at every (τ, b) it scores, and devices holding as many samples share the value —
+    the planning's cost grows with the distinct data sizes, not with the devices.
     """
     if examples <= 1 or steps <= 0 or batch <= 0:
         return 0.0

@@ -44,6 +44,7 @@ covers the buffer) is never taken.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 
@@ -70,22 +71,30 @@ def energy_fill(tau: int, devices: Sequence[DeviceCost], shares: Sequence[float]
     """
     batches = [g[0] for g in grids]
     spent = round_energy_j(tau, batches, devices)
-    while True:
-        best: tuple[float, int, int, float] | None = None  # (noise cut per joule, device, batch, joules)
-        for i, (d, grid, b) in enumerate(zip(devices, grids, batches)):
-            up = next((g for g in grid if g > b), None)
-            if up is None or d.round_s(tau, up) > limit_s * (1 + 1e-12):
-                continue
-            joules = d.round_j(tau, up) - d.round_j(tau, b)
-            if spent + joules > cap_j * (1 + 1e-12):
-                continue
-            cut = d.noise(shares[i], tau, b) - d.noise(shares[i], tau, up)
-            if cut <= 0:  # a stream buffer already covered: a larger batch buys no less noise
-                continue
-            ratio = math.inf if joules <= 0 else cut / joules
-            if best is None or ratio > best[0]:
-                best = (ratio, i, up, joules)
-        if best is None:
-            return batches
-        _, i, up, joules = best
+    steps: list[tuple[float, int, int, float]] = []  # (−noise cut per joule, device, batch, joules)
+    for i in range(len(devices)):
+        _push(steps, tau, devices[i], shares[i], grids[i], batches[i], i, limit_s)
+    while steps:  # the best step first, the lowest device among equals (a linear scan's choice)
+        _, i, up, joules = heapq.heappop(steps)
+        if spent + joules > cap_j * (1 + 1e-12):
+            continue  # ``spent`` only grows: this device's next step never fits again
         batches[i], spent = up, spent + joules
+        _push(steps, tau, devices[i], shares[i], grids[i], up, i, limit_s)
+    return batches
+
+
+def _push(steps: list[tuple[float, int, int, float]], tau: int, d: DeviceCost, share: float,
+          grid: Sequence[int], b: int, i: int, limit_s: float) -> None:
+    """Queue device ``i``'s next grid step above ``b`` where it fits ``limit_s`` and cuts noise.
+
+    A device's step depends on its own batch alone, so each is priced once, when the device
+    reaches ``b``: the fill costs O((devices + steps) log devices), not a scan of the fleet per step.
+    """
+    up = next((g for g in grid if g > b), None)
+    if up is None or d.round_s(tau, up) > limit_s * (1 + 1e-12):
+        return
+    joules = d.round_j(tau, up) - d.round_j(tau, b)
+    cut = d.noise(share, tau, b) - d.noise(share, tau, up)
+    if cut <= 0:  # a stream buffer already covered: a larger batch buys no less noise
+        return
+    heapq.heappush(steps, (-(math.inf if joules <= 0 else cut / joules), i, up, joules))

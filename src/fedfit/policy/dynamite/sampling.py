@@ -19,6 +19,8 @@ is what the estimator assumed before (and so read σ² about that much too low).
 
 from __future__ import annotations
 
+import functools
+
 
 def _epoch_term(sizes: list[int], examples: int) -> float:
     """Σ_j (w_j − w̄)² · D/(D − 1) of one epoch whose batches have ``sizes`` (weights × τ)."""
@@ -49,6 +51,7 @@ def draw_variance(examples: int, batch: int, steps: int) -> float:
     return total / (steps * steps)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; devices holding as many samples share it
 def step_noise(examples: int, batch: int, steps: int) -> float:
     """v: the per-step gradient variance, in units of σ², that a task of ``steps`` batches of
     ``batch`` drawn epoch by epoch from ``examples`` samples is worth in the bound: τ × the

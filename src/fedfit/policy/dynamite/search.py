@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 from fedfit.policy.dynamite.bound import Budget, Estimates, RoundShape, bound, closed_form, drift, rounds_within
 from fedfit.policy.dynamite.costs import DeviceCost
+from fedfit.policy.dynamite.descent import Moves, Totals
 from fedfit.policy.dynamite.energy_fill import energy_fill, round_energy_j
+from fedfit.policy.dynamite.table import CommonBatchTerms
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +62,14 @@ def batch_grid(cap: int) -> list[int]:
 def search_homogeneous(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
                        budget: Budget, tau_max: int) -> Assignment:
     """The best common (τ, b) over τ = 1..``tau_max`` and :func:`batch_grid` of the smallest cap."""
-    best = Assignment(1, tuple(1 for _ in devices), math.inf)
+    best = (math.inf, 1, 1)  # (Φ, τ, b)
+    terms = CommonBatchTerms(devices, shares)  # :func:`bound`'s values, as arrays over the devices
     for tau in range(1, tau_max + 1):
         for b in batch_grid(min(d.batch_cap for d in devices)):
-            batches = tuple(b for _ in devices)
-            value = bound(tau, batches, devices, shares, est, lr, budget)
-            if value < best.bound:
-                best = Assignment(tau, batches, value)
-    return best
+            value = terms.bound(tau, b, est, lr, budget)
+            if value < best[0]:
+                best = (value, tau, b)
+    return Assignment(best[1], tuple(best[2] for _ in devices), best[0])
 
 
 def _shapes(devices: Sequence[DeviceCost], budget: Budget) -> list[RoundShape]:
@@ -131,7 +133,8 @@ def search_homogeneous_at(tau: int, devices: Sequence[DeviceCost], shares: Seque
     batch, and with it the joules every other device may spend, to 1.
     """
     grid = batch_grid(max(d.batch_cap for d in devices))
-    b = min(grid, key=lambda c: bound(tau, _capped(c, devices), devices, shares, est, lr, budget))
+    terms = CommonBatchTerms(devices, shares)  # :func:`bound` of each capped common batch, as arrays
+    b = min(grid, key=lambda c: terms.bound(tau, c, est, lr, budget, capped=True))
     return _capped(b, devices)
 
 
@@ -142,23 +145,22 @@ def _capped(batch: int, devices: Sequence[DeviceCost]) -> tuple[int, ...]:
 def _descend(tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
              est: Estimates, lr: float, budget: Budget, cap_j: float = math.inf) -> Assignment:
     grids = [batch_grid(d.batch_cap) for d in devices]
-    state = _Totals(tau, batches, devices, shares, est, lr, budget, cap_j)
+    state = Totals(tau, batches, devices, shares, est, lr, budget, cap_j)
     if math.isinf(cap_j):
         _fill_time_shares(state, batches, grids)
     else:
         _fill_energy(state, batches, grids)
+    moves = Moves(state, grids, batches)  # every device's grid neighbours, scored as arrays
     for _ in range(2 * sum(len(g) for g in grids)):  # each device crosses its grid at most twice
-        moves = [(i, b) for i, g in enumerate(grids) for b in _neighbours(g, batches[i])]
-        scored = [(state.value_if(i, b), i, b) for i, b in moves]
-        value, i, b = min(scored, default=(math.inf, -1, 0))
+        value, i, b = moves.best()
         if value >= state.value() * (1 - 1e-12):
             break
         batches[i] = b
-        state.move(i, b)
+        moves.move(i, b)
     return Assignment(tau, tuple(batches), state.value())
 
 
-def _fill_time_shares(state: _Totals, batches: list[int], grids: list[list[int]]) -> None:
+def _fill_time_shares(state: Totals, batches: list[int], grids: list[list[int]]) -> None:
     """Raise each device to the largest grid batch whose round fits the slowest round, where
     that lowers the bound (with only a time budget it always does: K is unchanged)."""
     slowest = max(state.times)
@@ -169,66 +171,20 @@ def _fill_time_shares(state: _Totals, batches: list[int], grids: list[list[int]]
             state.move(i, fits[-1])
 
 
-def _fill_energy(state: _Totals, batches: list[int], grids: list[list[int]]) -> None:
+def _fill_energy(state: Totals, batches: list[int], grids: list[list[int]]) -> None:
     """Replace the common batches by :func:`energy_fill`'s within the same joules and slowest
     round, where that lowers the bound."""
     filled = energy_fill(state.tau, state.devices, state.shares, grids, max(state.times), state.cap_j)
     before = state.value()
     moved = list(batches)
-    for i, b in enumerate(filled):
-        state.move(i, b)
+    state.move_all(filled)
     if state.value() < before:
         batches[:] = filled
         return
-    for i, b in enumerate(moved):
-        state.move(i, b)
+    state.move_all(moved)
 
 
 def _neighbours(grid: list[int], b: int) -> list[int]:
     up = [g for g in grid if g > b]
     down = [g for g in grid if g < b]
     return ([up[0]] if up else []) + ([down[-1]] if down else [])
-
-
-class _Totals:
-    """The bound's sums kept up to date so one device's move is scored in O(1)."""
-
-    def __init__(self, tau: int, batches: list[int], devices: Sequence[DeviceCost], shares: Sequence[float],
-                 est: Estimates, lr: float, budget: Budget, cap_j: float = math.inf) -> None:
-        self.tau, self.devices, self.shares, self.est, self.lr, self.budget = tau, devices, shares, est, lr, budget
-        self.cap_j = cap_j  # joules a round may cost (inf: no cap)
-        self.times = [d.round_s(tau, b) for d, b in zip(devices, batches)]
-        self.energies = [d.round_j(tau, b) for d, b in zip(devices, batches)]
-        self.noises = [d.noise(p, tau, b) for p, b, d in zip(shares, batches, devices)]
-        self.fixed = est.rho * drift(tau, lr, est) / (lr * tau)
-        self._totals()
-
-    def _value(self, slowest_s: float, energy_j: float, noise: float) -> float:
-        k = rounds_within(self.budget, slowest_s, energy_j)
-        optimisation = self.est.loss / (self.lr * k * self.tau) if k > 0 else math.inf
-        return optimisation + self.est.beta * self.lr * self.est.sigma2 / 2 * noise + self.fixed
-
-    def value(self) -> float:
-        return self._value(self.top[1], self.energy, self.noise)
-
-    def value_if(self, i: int, b: int) -> float:
-        """Φ with device ``i`` at batch ``b`` (``inf`` where the round would pass the energy cap)."""
-        d = self.devices[i]
-        others = self.top[2] if i == self.top[0] else self.top[1]
-        energy = self.energy - self.energies[i] + d.round_j(self.tau, b)
-        if energy > self.cap_j * (1 + 1e-12):
-            return math.inf
-        noise = self.noise - self.noises[i] + d.noise(self.shares[i], self.tau, b)
-        return self._value(max(others, d.round_s(self.tau, b)), energy, noise)
-
-    def move(self, i: int, b: int) -> None:
-        d = self.devices[i]
-        self.times[i], self.energies[i] = d.round_s(self.tau, b), d.round_j(self.tau, b)
-        self.noises[i] = d.noise(self.shares[i], self.tau, b)
-        self._totals()
-
-    def _totals(self) -> None:
-        """Sums, and the slowest device with the slowest time and the runner-up's."""
-        self.energy, self.noise = sum(self.energies), sum(self.noises)
-        order = sorted(range(len(self.times)), key=lambda j: -self.times[j])
-        self.top = (order[0], self.times[order[0]], self.times[order[1]] if len(order) > 1 else 0.0)
