@@ -156,11 +156,10 @@ class TrainPlan:
     def for_samples(self, num_examples: int) -> TrainPlan:
         """The plan as it runs on ``num_examples`` samples: its micro-batch (and each epoch's)
         capped by :meth:`micro_batch_for`; ``self`` when nothing is capped."""
-        if num_examples <= 0 or max((m for m, _ in self.epoch_batches), default=self.micro_batch) <= num_examples \
-                and self.micro_batch <= num_examples:
+        if num_examples <= 0 or max((self.micro_batch, *(m for m, _ in self.epoch_batches))) <= num_examples:
             return self
-        return dataclasses.replace(self, micro_batch=min(self.micro_batch, num_examples),
-                                   epoch_batches=tuple((min(m, num_examples), a) for m, a in self.epoch_batches))
+        held = tuple((held_micro_batch(m, num_examples), a) for m, a in self.epoch_batches)
+        return dataclasses.replace(self, micro_batch=self.micro_batch_for(num_examples), epoch_batches=held)
 
     def epoch_batch(self, epoch: int) -> tuple[int, int]:
         """``(micro_batch, accumulation_steps)`` of local epoch ``epoch`` (0-based)."""
