@@ -14,14 +14,8 @@ from fedfit.errors import ConfigError
 BUILTIN: dict[str, dict[str, Any]] = {
     "fedavg": {},
     # a fixed batch everywhere: DYNAMITE, which sets each device's batch, off (it is off by default)
-    "fixed32": {"training.batch_size": 32, "batching.mode": "fixed", "batching.selection": "uniform",
-                "dynamite.mode": "off"},
-    "fixed16": {"training.batch_size": 16, "batching.mode": "fixed", "batching.selection": "uniform",
-                "dynamite.mode": "off"},
-    "fixed8": {"training.batch_size": 8, "batching.mode": "fixed", "batching.selection": "uniform",
-                "dynamite.mode": "off"},
-    "fixed4": {"training.batch_size": 4, "batching.mode": "fixed", "batching.selection": "uniform",
-                "dynamite.mode": "off"},
+    **{f"fixed{b}": {"training.batch_size": b, "batching.mode": "fixed", "batching.selection": "uniform",
+                     "dynamite.mode": "off"} for b in (32, 16, 8, 4)},
     "overselect": {"orchestration.over_selection": 0.3},
     "dynamic": {"batching.mode": "dynamic", "batching.selection": "uniform"},
     "dynamic-ready": {"batching.mode": "dynamic", "batching.selection": "readiness"},
