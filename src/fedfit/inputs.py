@@ -4,6 +4,7 @@ the model's measured costs and the starting model (:func:`fedfit.experiment.buil
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,26 @@ def stream_spec(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Stre
 
 #: Above this many devices ``fleet.trace_model: auto`` computes states lazily.
 LAZY_TRACES_ABOVE = 10_000
+#: Bytes a device's whole-run trace arrays hold per grid step (five 8-byte and two 1-byte columns,
+#: plus the 8-byte temperature where the device has a sensor): an upper bound.
+TRACE_BYTES_PER_STEP = 50
+#: Virtual seconds a generated trace covers before it wraps (:func:`generate_traces`' default).
+TRACE_HORIZON_S = 172_800.0
+
+
+def check_arrays_fit(devices: int, step_s: float, available_bytes: int) -> None:
+    """Refuse ``fleet.trace_model: arrays`` when the fleet's trace arrays would take more than
+    half the memory available now.
+
+    Raises:
+        ConfigError: naming the setting, the estimate and the lazy alternative.
+    """
+    need = devices * math.ceil(TRACE_HORIZON_S / step_s) * TRACE_BYTES_PER_STEP
+    if need > available_bytes // 2:
+        raise ConfigError(f"fleet.trace_model: arrays: {devices} devices' traces need about "
+                          f"{need / 2**30:.1f} GiB ({need / devices / 1024:.0f} KiB a device at trace_step_s "
+                          f"{step_s:g}), more than half the {available_bytes / 2**30:.1f} GiB available; "
+                          f"use lazy or auto")
 
 
 def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Sequence[DeviceTrace | LazyTrace]:
@@ -86,6 +107,9 @@ def fleet_traces(config: ExperimentConfig, profiles: list[DeviceProfile]) -> Seq
         if not 0 <= device < len(profiles):
             raise ConfigError(f"fleet.traces.{device}: no such device (fleet has {len(profiles)})")
     lazy = model == "lazy" or (model == "auto" and len(profiles) > LAZY_TRACES_ABOVE)
+    if model == "arrays":
+        import psutil  # a dependency; imported only where a run asks for whole-run arrays
+        check_arrays_fit(len(profiles), params.step_s, int(psutil.virtual_memory().available))
     ids = list(config.fleet.traces) if lazy else list(range(len(profiles)))
     starts = {path: columns_from_start(path, config.fleet.max_trace_bytes) for path in set(config.fleet.traces.values())}
     replaced = [starts[config.fleet.traces[i]] if i in config.fleet.traces else frozenset[str]() for i in ids]
