@@ -111,7 +111,7 @@ def test_resume_refuses_a_changed_config(tmp_path: Path) -> None:
 
     done = _cli("resume", str(tmp_path / "r"), "--rounds", "6")
 
-    assert done.returncode == 2 and "changed since the checkpoint" in done.stderr
+    assert done.returncode == 2 and "seed differs from the config the checkpoint was written with" in done.stderr
 
 
 def test_elastic_width_resumes_from_the_pools_in_the_checkpoint(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from fedfit.orchestration.asynchronous import AsyncOrchestrator, AsyncState
 from fedfit.orchestration.sync import SyncState
 from fedfit.report.run_dir import finished
 from fedfit.simulation import checkpoint
-from fedfit.simulation.checkpoint import Checkpoint, config_digest
+from fedfit.simulation.checkpoint import Checkpoint, config_digest, config_mismatch
 from fedfit.types import Params, RoundReport
 
 
@@ -66,8 +66,10 @@ def resumable(run_dir: Path, rounds: int | None = None, sources: UserSources | N
     saved = checkpoint.load(run_dir)
     checkpoint.check_run(run_dir, saved)
     # The file as written, not as parsed: a key a later fedfit adds, with its default, is no edit.
-    if saved.config_digest != config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path)) or {}):
-        raise CheckpointError(f"{path}: changed since the checkpoint was written")
+    mismatch = config_mismatch(saved.config_digest,
+                               config_digest(load_yaml(read_text(path, MAX_CONFIG_BYTES, "config"), str(path)) or {}))
+    if mismatch is not None:
+        raise CheckpointError(f"{path}: {mismatch}")
     if resolved is None or resolved.asked != config:
         resolved = resolve_run(config, sources)
     plan = Resumption(config, saved, resolved)

@@ -340,8 +340,8 @@ RUN_DIRS: dict[str, tuple[Callable[[Path], None], list[str], str]] = {
                                      ["--rounds", "3"], "not a fedfit checkpoint"),
     "checkpoint missing": (_damage_file("checkpoint.safetensors", None), ["--rounds", "3"], "no checkpoint"),
     "config edited": (lambda d: (d / "config.yaml").write_text((d / "config.yaml").read_text().replace(
-        "seed: 3", "seed: 4")), ["--rounds", "3"], "changed since the checkpoint"),
-    "config emptied": (_damage_file("config.yaml", b""), ["--rounds", "3"], "changed since the checkpoint"),
+        "seed: 3", "seed: 4")), ["--rounds", "3"], "config.yaml: seed differs from the config the checkpoint"),
+    "config emptied": (_damage_file("config.yaml", b""), ["--rounds", "3"], "or the checkpoint is another run's"),
     "config an alias bomb": (_damage_file("config.yaml", BOMB.encode()), ["--rounds", "3"], "YAML nodes"),
     "config not UTF-8": (_damage_file("config.yaml", b"\xff\xfe\x00"), ["--rounds", "3"], "not UTF-8"),
     "config missing": (_damage_file("config.yaml", None), ["--rounds", "3"], "file not found"),

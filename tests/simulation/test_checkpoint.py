@@ -11,7 +11,7 @@ from fedfit.config import parse_config
 from fedfit.errors import CheckpointError
 from fedfit.orchestration.sync import SyncState
 from fedfit.simulation import checkpoint
-from fedfit.simulation.checkpoint import Checkpoint, config_digest
+from fedfit.simulation.checkpoint import Checkpoint, config_digest, config_mismatch
 from fedfit.types import TaskResult, TrainPlan, Update
 from tests.helpers import profile, state
 from tests.simulation.test_fleet import _setup
@@ -83,6 +83,25 @@ def test_config_digest_ignores_round_count_executor_and_output_only() -> None:
     other_seed = parse_config({**raw, "seed": 1})
     assert config_digest(longer.model_dump(mode="json")) == base
     assert config_digest(other_seed.model_dump(mode="json")) != base
+
+
+def test_a_mismatch_names_the_keys_that_differ_and_an_older_digest_still_compares() -> None:
+    import hashlib
+    import json
+
+    raw = {"data": {"dataset": "digits"}, "orchestration": {"rounds": 3}}
+    base = parse_config(raw).model_dump(mode="json")
+    other = parse_config({**raw, "seed": 1, "fleet": {"tiers": {"midrange_phone": 3}},
+                          "orchestration": {"rounds": 9}}).model_dump(mode="json")
+    assert config_mismatch(config_digest(base), config_digest(base)) is None
+    message = config_mismatch(config_digest(base), config_digest(other))
+    assert message is not None and message.startswith("fleet, seed differ from the config the checkpoint")
+    # a digest written before the keys were named: the whole's sha256 of the relevant keys, 16 hex
+    relevant = {k: v for k, v in base.items() if k not in ("output", "simulation", "name")}
+    relevant["orchestration"] = {k: v for k, v in relevant["orchestration"].items() if k != "rounds"}
+    older = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+    assert config_mismatch(older, config_digest(base)) is None
+    assert config_mismatch(older, config_digest(other)) == "changed since the checkpoint was written"
 
 
 def test_a_format_1_checkpoint_with_its_state_in_the_header_still_loads(tmp_path: Path) -> None:

@@ -102,10 +102,32 @@ _CODEC = Codec([
 def config_digest(config: dict[str, Any]) -> str:
     """A digest of what decides a run's trace: a config mapping (``config.yaml`` as loaded)
     without the round count, the ``simulation`` section (executors never change results) and
-    ``output`` — a resume may extend a run, train on more workers and write elsewhere."""
+    ``output`` — a resume may extend a run, train on more workers and write elsewhere.
+
+    The whole's digest, then each top-level key's (``digest|key=digest,...``), so that a mismatch
+    can name what differs (:func:`config_mismatch`)."""
     relevant = {k: v for k, v in config.items() if k not in ("output", "simulation", "name")}
     relevant["orchestration"] = {k: v for k, v in relevant.get("orchestration", {}).items() if k != "rounds"}
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+    keys = ",".join(f"{k}={_digest(v)[:8]}" for k, v in sorted(relevant.items()))
+    return f"{_digest(relevant)}|{keys}"
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def config_mismatch(saved: str, current: str) -> str | None:
+    """``None`` where two :func:`config_digest` values are of the same config; else what differs:
+    the top-level keys, where both carry them (a checkpoint before fedfit named them carries
+    only the whole's digest)."""
+    if saved.split("|")[0] == current.split("|")[0]:
+        return None
+    if "|" not in saved:
+        return "changed since the checkpoint was written"
+    old, new = (dict(kv.split("=", 1) for kv in d.split("|", 1)[1].split(",") if "=" in kv) for d in (saved, current))
+    differ = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return (f"{', '.join(differ)} differ{'s' if len(differ) == 1 else ''} from the config the checkpoint was "
+            "written with (edited since, or the checkpoint is another run's)")
 
 
 def save(directory: Path, checkpoint: Checkpoint) -> Path:
