@@ -26,6 +26,7 @@ from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.curvature import contraction
+from fedfit.policy.dynamite.energy_price import priced_budget
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.last_round import last_round_budget
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
@@ -124,6 +125,7 @@ class DynamitePlanner:
         est = self.estimates()
         budget = self._budget_left(len(live))
         budget = last_round_budget(budget, devices) if s.last_round else budget
+        budget = priced_budget(s.energy_price, budget, devices, shares, est, self.lr, s.tau_max)
         if s.solver == "closed_form":
             found = closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
         else:
