@@ -112,7 +112,7 @@ class DynamiteConfig(Section):
     curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
     sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
     slack_fill: Literal["off", "within_cap", "time_share"] = "within_cap"
-    energy_price: Literal["none", "plan_power"] = "none"
+    energy_price: Literal["none", "plan_power", "per_device", "cap"] = "none"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -31,18 +31,18 @@ from typing import Literal
 
 from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.costs import DeviceCost
-from fedfit.policy.dynamite.search import search_homogeneous
+from fedfit.policy.dynamite.search import Assignment, search_homogeneous
 
-EnergyPrice = Literal["none", "plan_power"]
+EnergyPrice = Literal["none", "plan_power", "per_device", "cap"]
 
 
 def priced_budget(mode: EnergyPrice, budget: Budget, devices: Sequence[DeviceCost], shares: Sequence[float],
-                  est: Estimates, lr: float, tau_max: int) -> Budget:
-    """``budget`` with its joules priced at the free-joules common optimum's power (``plan_power``,
-    time budget alone); unchanged otherwise."""
+                  est: Estimates, lr: float, tau_max: int, free: Assignment | None = None) -> Budget:
+    """``budget`` with its joules priced at the free-joules common optimum's power (``free``, or
+    searched; time budget alone, ``mode`` not ``none``); unchanged otherwise."""
     if mode == "none" or budget.time_s is None or budget.energy_j is not None:
         return budget
-    free = search_homogeneous(devices, shares, est, lr, dataclasses.replace(budget, power_w=None), tau_max)
+    free = free or search_homogeneous(devices, shares, est, lr, dataclasses.replace(budget, power_w=None), tau_max)
     seconds = max(d.round_s(free.tau, b) for d, b in zip(devices, free.batches))
     joules = sum(d.round_j(free.tau, b) for d, b in zip(devices, free.batches))
     if seconds <= 0 or joules <= 0:

@@ -125,17 +125,22 @@ class DynamitePlanner:
         est = self.estimates()
         budget = self._budget_left(len(live))
         budget = last_round_budget(budget, devices) if s.last_round else budget
-        budget = priced_budget(s.energy_price, budget, devices, shares, est, self.lr, s.tau_max)
+        if s.energy_price == "plan_power":
+            budget = priced_budget(s.energy_price, budget, devices, shares, est, self.lr, s.tau_max)
         if s.solver == "closed_form":
             found = closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
         else:
             found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
         common = found.batches[0]
         if s.solver == "heterogeneous":
+            priced = priced_budget(s.energy_price, budget, devices, shares, est, self.lr, s.tau_max, found)
+            if s.energy_price == "per_device":
+                budget = priced
+            cap = priced if s.energy_price == "cap" else None
             found = assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
-                                         energy_cap=s.energy_cap == "homogeneous")
+                                         energy_cap=s.energy_cap == "homogeneous", cap_budget=cap)
             found = slack_filled(found, s.slack_fill, devices, shares, est, self.lr, budget,
-                                 energy_cap=s.energy_cap == "homogeneous")
+                                 energy_cap=s.energy_cap == "homogeneous", cap_budget=cap)
         others = [min(common, d.batch_cap) for d in every]
         return dataclasses.replace(found, batches=widen(live, found.batches, len(ids), others))
 
