@@ -135,8 +135,7 @@ def dynamite_planner(config: ExperimentConfig, dynamic: DynamicBatchPlanner | No
         sigma_probe=d.sigma_probe and not config.privacy.local.enabled,  # DP-SGD steps take no probe
         noise_model=d.noise_model if config.data.stream is None else "iid",  # a stream's: ``streaming``
         last_round=d.last_round, curvature_latest=d.curvature_estimate == "latest",
-        sigma_latest=d.sigma_estimate == "latest", slack_fill=d.slack_fill,
-        energy_price=d.energy_price)
+        sigma_latest=d.sigma_estimate == "latest", slack_fill=d.slack_fill)
     return DynamitePlanner(base, settings, registry=registry, costs=costs, memory=memory,
                            data_sizes=data_sizes, lr=t.lr, initial_params=initial,
                            cap_of=(lambda pr, st: dynamic.readiness(pr, st)) if dynamic else None,

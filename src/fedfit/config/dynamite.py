@@ -86,10 +86,7 @@ class DynamiteConfig(Section):
     whose round still fits that path and with which the bound is not worse
     (:mod:`fedfit.policy.dynamite.slack`): ``within_cap`` within the energy cap's joules,
     ``time_share`` its whole slack, ``off`` not at all; ``within_cap`` by default (measured
-    closer to the offline optimum, see the README). ``energy_price`` (a time budget alone):
-    ``plan_power`` charges each round √(seconds × joules / P₀), P₀ the power of the best common
-    (τ, b) found with joules free, so joules that buy no time cost rounds
-    (:mod:`fedfit.policy.dynamite.energy_price`); ``none`` leaves joules free."""
+    closer to the offline optimum, see the README)."""
 
     mode: Literal["off", "closed_form", "homogeneous", "heterogeneous"] = "off"
     adapt: bool = True
@@ -112,7 +109,6 @@ class DynamiteConfig(Section):
     curvature_estimate: Literal["smoothed", "latest"] = "smoothed"
     sigma_estimate: Literal["smoothed", "latest"] = "smoothed"
     slack_fill: Literal["off", "within_cap", "time_share"] = "within_cap"
-    energy_price: Literal["none", "plan_power", "per_device", "cap"] = "none"
 
     @model_validator(mode="after")
     def _has_budget(self) -> DynamiteConfig:

@@ -83,15 +83,11 @@ class Budget:
         whole_rounds: K counts the rounds that finish within the budget, ⌊·⌋ (a round the
             budget cuts short is not aggregated, so a second saved that buys no whole round buys
             nothing: :func:`rounds_within`); ``False``: the continuous ratio.
-        power_w: with a time budget alone, the joules a second of it is worth
-            (``dynamite.energy_price``, :mod:`.energy_price`): a round is then charged the
-            geometric mean of its seconds and its joules at that rate; ``None``: joules are free.
     """
 
     time_s: float | None = None
     energy_j: float | None = None
     whole_rounds: bool = False
-    power_w: float | None = None
 
 
 def drift(tau: int, lr: float, est: Estimates) -> float:
@@ -136,24 +132,12 @@ def rounds_within(budget: Budget, round_s: float, round_j: float) -> float:
     """
     k = math.inf
     if budget.time_s is not None:
-        k = min(k, budget.time_s / priced_s(budget, round_s, round_j))
+        k = min(k, budget.time_s / round_s)
     if budget.energy_j is not None:
         k = min(k, budget.energy_j / round_j)
     if budget.whole_rounds and 1 <= k < math.inf:
         return math.floor(k * (1 + 1e-9))  # a budget of exactly K rounds affords K despite rounding
     return k
-
-
-def priced_s(budget: Budget, round_s: float, round_j: float) -> float:
-    """The seconds a time budget charges a round: ``round_s``, or with ``budget.power_w`` set (and
-    no energy budget) √(round_s · round_j / power_w), its seconds and its joules weighed alike.
-
-    >>> priced_s(Budget(time_s=10.0, power_w=2.0), 1.0, 8.0)
-    2.0
-    """
-    if budget.power_w is None or budget.energy_j is not None:
-        return round_s
-    return math.sqrt(round_s * round_j / budget.power_w)
 
 
 def bound(tau: int, batches: Sequence[int], devices: Sequence[DeviceCost], shares: Sequence[float],

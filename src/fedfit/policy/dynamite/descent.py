@@ -145,9 +145,7 @@ def _rounds_within(budget: Budget, round_s: np.ndarray, round_j: np.ndarray) -> 
     """:func:`~fedfit.policy.dynamite.bound.rounds_within` element by element."""
     k = np.full(round_s.shape, math.inf)
     if budget.time_s is not None:
-        priced = round_s if budget.power_w is None or budget.energy_j is not None else \
-            np.sqrt(round_s * round_j / budget.power_w)
-        k = np.minimum(k, budget.time_s / priced)
+        k = np.minimum(k, budget.time_s / round_s)
     if budget.energy_j is not None:
         k = np.minimum(k, budget.energy_j / round_j)
     if budget.whole_rounds:

@@ -26,7 +26,6 @@ from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import calibrate, round_loss
 from fedfit.policy.dynamite.costs import DeviceCost, device_cost
 from fedfit.policy.dynamite.curvature import contraction
-from fedfit.policy.dynamite.energy_price import priced_budget
 from fedfit.policy.dynamite.estimate import EstimatorState, RoundObservation, observe, pseudo_gradient, smooth
 from fedfit.policy.dynamite.last_round import last_round_budget
 from fedfit.policy.dynamite.reachable import cohort_share, expected_to_train, widen
@@ -125,22 +124,16 @@ class DynamitePlanner:
         est = self.estimates()
         budget = self._budget_left(len(live))
         budget = last_round_budget(budget, devices) if s.last_round else budget
-        if s.energy_price == "plan_power":
-            budget = priced_budget(s.energy_price, budget, devices, shares, est, self.lr, s.tau_max)
         if s.solver == "closed_form":
             found = closed_form_assignment(devices, shares, est, self.lr, budget, s.tau_max)
         else:
             found = search_homogeneous(devices, shares, est, self.lr, budget, s.tau_max)
         common = found.batches[0]
         if s.solver == "heterogeneous":
-            priced = priced_budget(s.energy_price, budget, devices, shares, est, self.lr, s.tau_max, found)
-            if s.energy_price == "per_device":
-                budget = priced
-            cap = priced if s.energy_price == "cap" else None
             found = assign_heterogeneous(devices, shares, est, self.lr, budget, s.tau_max, start=found,
-                                         energy_cap=s.energy_cap == "homogeneous", cap_budget=cap)
+                                         energy_cap=s.energy_cap == "homogeneous")
             found = slack_filled(found, s.slack_fill, devices, shares, est, self.lr, budget,
-                                 energy_cap=s.energy_cap == "homogeneous", cap_budget=cap)
+                                 energy_cap=s.energy_cap == "homogeneous")
         others = [min(common, d.batch_cap) for d in every]
         return dataclasses.replace(found, batches=widen(live, found.batches, len(ids), others))
 

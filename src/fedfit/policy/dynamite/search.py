@@ -109,15 +109,14 @@ def _integers_around(x: float, upper: int) -> tuple[int, ...]:
 
 def assign_heterogeneous(devices: Sequence[DeviceCost], shares: Sequence[float], est: Estimates, lr: float,
                          budget: Budget, tau_max: int, *, start: Assignment | None = None,
-                         energy_cap: bool = True, cap_budget: Budget | None = None) -> Assignment:
+                         energy_cap: bool = True) -> Assignment:
     """Per-device b_i: greedy descent from the homogeneous optimum at τ and its neighbours
     (``energy_cap`` and no energy budget: no round above the joules of the best common batch at
-    its τ, that batch chosen under ``cap_budget`` where given; an energy budget prices the joules
-    through K instead)."""
+    its τ; an energy budget prices the joules through K instead)."""
     start = start or search_homogeneous(devices, shares, est, lr, budget, tau_max)
     best = start
     for tau in range(max(1, start.tau - 2), min(tau_max, start.tau + 2) + 1):
-        common = search_homogeneous_at(tau, devices, shares, est, lr, cap_budget or budget)
+        common = search_homogeneous_at(tau, devices, shares, est, lr, budget)
         cap_j = round_energy_j(tau, common, devices) if energy_cap and budget.energy_j is None else math.inf
         found = _descend(tau, list(common), devices, shares, est, lr, budget, cap_j)
         if found.bound < best.bound:

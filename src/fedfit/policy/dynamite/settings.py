@@ -7,7 +7,6 @@ from typing import Literal
 
 from fedfit.policy.dynamite.bound import Budget, Estimates
 from fedfit.policy.dynamite.calibrate import Calibration
-from fedfit.policy.dynamite.energy_price import EnergyPrice
 from fedfit.policy.dynamite.slack import SlackFill
 
 Solver = Literal["closed_form", "homogeneous", "heterogeneous"]
@@ -47,8 +46,6 @@ class DynamiteSettings:
         last_round: K counts whole rounds in the last round the budget buys (:mod:`.last_round`).
         curvature_latest, sigma_latest: β_σ / a probed σ² is the latest round's pooled probe alone.
         slack_fill: devices off the heterogeneous plan's critical path fill their slack (:mod:`.slack`).
-        energy_price: ``plan_power``: a time-only budget prices a round's joules at the free-joules
-            common optimum's power (:mod:`.energy_price`); ``none``: joules are free.
     """
 
     solver: Solver = "heterogeneous"
@@ -70,4 +67,3 @@ class DynamiteSettings:
     curvature_latest: bool = False
     sigma_latest: bool = False
     slack_fill: SlackFill = "off"
-    energy_price: EnergyPrice = "none"

@@ -48,8 +48,7 @@ SlackFill = Literal["off", "within_cap", "time_share"]
 
 
 def slack_filled(found: Assignment, mode: SlackFill, devices: Sequence[DeviceCost], shares: Sequence[float],
-                 est: Estimates, lr: float, budget: Budget, *, energy_cap: bool,
-                 cap_budget: Budget | None = None) -> Assignment:
+                 est: Estimates, lr: float, budget: Budget, *, energy_cap: bool) -> Assignment:
     """``found`` with its batches filled by ``mode`` (``off``: unchanged). ``within_cap`` caps the
     fill at the best common batch's joules at τ where the heterogeneous solver's energy cap
     applies (``energy_cap`` and no energy budget); elsewhere it fills like ``time_share``."""
@@ -57,8 +56,7 @@ def slack_filled(found: Assignment, mode: SlackFill, devices: Sequence[DeviceCos
         return found
     cap_j = math.inf
     if mode == "within_cap" and energy_cap and budget.energy_j is None:
-        cap_j = round_energy_j(found.tau, search_homogeneous_at(found.tau, devices, shares, est, lr, cap_budget or budget),
-                               devices)
+        cap_j = round_energy_j(found.tau, search_homogeneous_at(found.tau, devices, shares, est, lr, budget), devices)
     batches = fill_slack(found.tau, found.batches, devices, shares, est, lr, budget, cap_j)
     return dataclasses.replace(found, batches=batches,
                                bound=bound(found.tau, batches, devices, shares, est, lr, budget))
