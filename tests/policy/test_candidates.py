@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from fedfit.policy.candidates import sample_idle
+from fedfit.policy.candidates import compact_ids, sample_idle
 
 IDS = list(range(10_000))
 
@@ -39,3 +39,14 @@ def test_every_idle_device_is_equally_likely() -> None:
     # 5 of the 10 idle devices per draw: each is drawn with probability 1/2, 1000 times in 2000.
     assert set(counts) == set(range(10))
     assert all(c == pytest.approx(1000, abs=100) for c in counts.values())
+
+
+def test_ids_0_to_n_are_drawn_from_a_range_with_the_same_candidates() -> None:
+    busy = set(range(0, 10_000, 7))
+
+    assert compact_ids(IDS) == range(10_000)
+    for draw in range(5):
+        assert sample_idle(compact_ids(IDS), busy.__contains__, 300, seed=2, draw=draw) == \
+            sample_idle(IDS, busy.__contains__, 300, seed=2, draw=draw)
+    for ids in ([0, 2, 1], [1, 2, 3], [0, 1, 1]):  # not exactly 0..n-1: kept as given
+        assert compact_ids(ids) is ids

@@ -141,6 +141,27 @@ def test_outgoing_many_equals_outgoing_one_by_one() -> None:
         assert one._rounds == many._rounds
 
 
+def test_outgoing_many_of_full_width_plans_remembers_them_together_as_one_by_one() -> None:
+    """Every plan full-width, one per device (the together path): the same payload (the master's
+    tensors) and the same sub-models remembered, in the same order, with earlier tasks of a
+    device forgotten and returned updates taken back."""
+    rng = random.Random(6)
+    master = {k: v.detach().clone() for k, v in MLP(2, 2, hidden=4).state_dict().items()}
+    one, many = _exchange(), _exchange()
+    for r in range(6):
+        plans = [TrainPlan(d, r, 16) for d in rng.sample(range(30), 12)]
+        for plan in plans:
+            one.outgoing(plan, master)
+        got = many.outgoing_many(plans, master)
+        assert all(p is got[0] for p in got) and all(got[0][k] is master[k] for k in master)
+        assert [(k, v.kept) for k, v in one.state().pending.items()] == \
+            [(k, v.kept) for k, v in many.state().pending.items()]
+        assert one._rounds == many._rounds
+        for plan in rng.sample(plans, 5):  # some updates come back: their sub-models are forgotten
+            update = Update(plan.device_id, plan.round, dict(master), 16, 16, 1, 16, 1, 0.5)
+            assert (one._take(update) is None) == (many._take(update) is None) is False
+
+
 class _Recording:
     """A fleet without ``dispatch_many`` (read one plan at a time) and an exchange without ``outgoing_many``."""
 

@@ -34,6 +34,8 @@ from fedfit.devices import generators as gen
 from fedfit.devices.counter_rng import FloatArray, Stem, stem
 from fedfit.devices.lazy_batch_battery import levels
 from fedfit.devices.lazy_battery import mean_app_share
+from fedfit.devices.state_columns import LINKS as HOT_LINKS
+from fedfit.devices.state_columns import ColumnStates, HotStates
 from fedfit.devices.lazy_trace import (
     _AVAILABILITY, _DEPOT, _HABITS, _HEAT, _LOWBAND_IN_COVERAGE, _MEMORY, _MOBILE_CDF, _NETWORK, LINK_BLOCK_S,
     log_uniforms, willing_shares,
@@ -43,6 +45,9 @@ from fedfit.types import DeviceProfile, DeviceState, Link, Thermal
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+#: ``generators.LINKS`` codes as the registry's columns code links.
+_LINK_CODES = np.array([HOT_LINKS.index(link) for link in gen.LINKS], dtype=np.int8)
 
 
 def shape_of(profile: DeviceProfile, params: TraceParams) -> Hashable:
@@ -131,12 +136,15 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
     share = _app_share(params, keys, t)
     code, bps = _link(rows, params, keys, t, offset_h)
     online = _willing(params, rows, keys, t, offset_h) & (code != gen.OFFLINE)
-    level_of: list[float | None] = [None] * len(ids)
-    charging: list[bool | None] = [None] * len(ids)
-    heating = np.zeros(len(ids), dtype=np.bool_)
+    n = len(ids)
+    level_of: list[float | None] = [None] * n
+    charging: list[bool | None] = [None] * n
+    fraction, charged = np.full(n, np.nan), np.full(n, -1, dtype=np.int8)  # the registry's columns: unknown
+    heating = np.zeros(n, dtype=np.bool_)
     if rows.battery:
         level, charge = levels(params, rows, seed, ids, t, offset_h)
         level_of, charging = list(level.tolist()), list(charge.tolist())
+        fraction, charged = level, charge.astype(np.int8)
         online &= level > 0
         if rows.energy == "nightly":
             heating = charge
@@ -144,13 +152,15 @@ def states_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TracePa
     temps = heat.tolist()
     levels_of = (Thermal.NOMINAL, Thermal.WARM, Thermal.HOT)  # traces.thermal_of, compared alike
     thermals = map(levels_of.__getitem__, ((heat >= params.warm_c).astype(np.int64) + (heat >= params.hot_c)).tolist())
-    free = np.floor(rows.memory * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).astype(np.int64).tolist()
+    free = np.floor(rows.memory * np.minimum(np.maximum(1.0 - share, 0.0), 1.0)).astype(np.int64)
     cpu = np.minimum(1.0, 0.05 + 1.5 * share).tolist()
     links = map(gen.LINKS.__getitem__, code.tolist())
-    return build_many(DeviceState, len(ids), {  # field by field (fedfit.bulk: a round checks in ~1,000)
-        "free_memory_bytes": free, "battery_fraction": level_of, "charging": charging, "temperature_c": temps,
+    states = build_many(DeviceState, n, {  # field by field (fedfit.bulk: a round checks in ~1,000)
+        "free_memory_bytes": free.tolist(), "battery_fraction": level_of, "charging": charging, "temperature_c": temps,
         "thermal": thermals, "link": links, "bandwidth_bps": bps.tolist(), "online": online.tolist(),
         "cpu_utilisation": cpu})
+    hot = HotStates(np.full(n, np.nan), online, charged, fraction, free, _LINK_CODES[code])
+    return ColumnStates(states, hot)  # with the hot fields as columns: the registry stores those
 
 
 def online_at(profiles: DeviceProfile | Sequence[DeviceProfile], params: TraceParams, seed: int, ids: IntArray,

@@ -25,6 +25,7 @@ import numpy as np
 
 from fedfit.devices import lazy_batch
 from fedfit.devices.lazy_trace import LazyTrace
+from fedfit.devices.state_columns import ColumnStates
 from fedfit.devices.trace_params import TraceParams
 from fedfit.devices.traces import DeviceTrace
 from fedfit.types import DeviceProfile, DeviceState
@@ -114,6 +115,7 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
         trace shape), equal to one by one."""
         times = [float(t_s)] * len(devices) if isinstance(t_s, (int, float)) else list(t_s)
         found: list[DeviceState | None] = [None] * len(devices)
+        whole: ColumnStates | None = None  # every device computed in one batch, in order
         overridden, groups = self._groups(devices, range(len(devices)))
         for i in overridden:  # the user's CSV trace
             found[i] = self._overrides[devices[i]].state_at(times[i])
@@ -126,15 +128,16 @@ class LazyTraces(Sequence["LazyTrace | DeviceTrace"]):
             at = float(t_s) if isinstance(t_s, (int, float)) else np.array([times[i] for i in rows], dtype=np.float64)
             profiles = list(map(self._profiles.__getitem__, ids.tolist()))
             batch = lazy_batch.states_at(profiles, self._params, self._seed, ids, at)
-            if len(rows) == len(devices):  # every device, in order
-                found = list(batch)
+            if len(rows) == len(devices) and isinstance(batch, ColumnStates):
+                whole = batch
                 break
             for i, state in zip(rows, batch):
                 found[i] = state
-        states = [s for s in found if s is not None]
+        states: list[DeviceState] = [s for s in found if s is not None] if whole is None else whole
         if isinstance(t_s, (int, float)) and math.isfinite(t_s) and t_s >= 0:
             overrides = self._overrides
-            held = dict(zip(devices, map(attrgetter("online"), states)))
+            online = map(attrgetter("online"), states) if whole is None else whole.columns.online.tolist()
+            held = dict(zip(devices, online))
             for d in overrides.keys() & held.keys() if overrides else ():
                 del held[d]
             self._held = (self._on_grid(t_s), held)

@@ -66,6 +66,26 @@ class HotStates:
     link: Int8Array
 
 
+class ColumnStates(list[DeviceState]):
+    """Device states that come with their hot fields as columns (a batch computed in numpy, in
+    :class:`HotStates` form; ``reported_at_s`` unused): :meth:`StateColumns.write` stores the
+    columns instead of reading each state back. The columns describe the list as built."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, states: Sequence[DeviceState], columns: HotStates) -> None:
+        super().__init__(states)
+        self.columns = columns
+
+    def replaced(self, at: Sequence[int], states: Sequence[DeviceState]) -> ColumnStates:
+        """A copy with the states at positions ``at`` replaced by ``states`` (their columns too)."""
+        out = ColumnStates(self, HotStates(*(getattr(self.columns, name).copy() for name in HotStates.__slots__)))
+        for i, state in zip(at, states, strict=True):
+            out[i] = state
+        write_hot(out.columns, np.array(at, dtype=np.int64), states)
+        return out
+
+
 class StateColumns:
     """Growable numpy columns of the hot state fields, one row per enrolled device."""
 
@@ -100,14 +120,14 @@ class StateColumns:
         keep = np.isnan(held) | (held <= times)
         if not keep.all():
             rows, times = rows[keep], times[keep]
-            states = [s for s, k in zip(states, keep.tolist()) if k]
         c = self._cols
         c.reported_at_s[rows] = times
-        c.online[rows] = [s.online for s in states]
-        c.charging[rows] = [-1 if s.charging is None else int(s.charging) for s in states]
-        c.battery_fraction[rows] = [np.nan if s.battery_fraction is None else s.battery_fraction for s in states]
-        c.free_memory_bytes[rows] = [s.free_memory_bytes for s in states]
-        c.link[rows] = [_LINK_CODE[s.link] for s in states]
+        if isinstance(states, ColumnStates) and len(states) == len(states.columns.online):
+            hot = states.columns
+            for name in HotStates.__slots__[1:]:  # reported_at_s set above
+                getattr(c, name)[rows] = getattr(hot, name) if keep.all() else getattr(hot, name)[keep]
+        else:
+            write_hot(c, rows, [s for s, k in zip(states, keep.tolist()) if k] if not keep.all() else states)
         return keep
 
     def write_one(self, row: int, state: DeviceState, at_s: float) -> bool:
@@ -126,6 +146,15 @@ class StateColumns:
         """The hot fields of ``rows`` (copies)."""
         c = self._cols
         return HotStates(*(getattr(c, name)[rows] for name in HotStates.__slots__))
+
+
+def write_hot(c: HotStates, rows: IntArray, states: Sequence[DeviceState]) -> None:
+    """Each state's hot fields (all but ``reported_at_s``) into ``c`` at ``rows``."""
+    c.online[rows] = [s.online for s in states]
+    c.charging[rows] = [-1 if s.charging is None else int(s.charging) for s in states]
+    c.battery_fraction[rows] = [np.nan if s.battery_fraction is None else s.battery_fraction for s in states]
+    c.free_memory_bytes[rows] = [s.free_memory_bytes for s in states]
+    c.link[rows] = [_LINK_CODE[s.link] for s in states]
 
 
 def _empty(n: int) -> HotStates:

@@ -45,7 +45,7 @@ from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.sync import Evaluator, RoundOutcome
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy.backoff import Backoff
-from fedfit.policy.candidates import sample_idle
+from fedfit.policy.candidates import compact_ids, sample_idle
 from fedfit.policy.planning import RoundObserver
 from fedfit.types import Failure, FailureCause, Params, TaskResult
 
@@ -129,7 +129,7 @@ class AsyncOrchestrator:
         self.evaluator, self.config, self.seed = evaluator, config, seed
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
-        self._ids = fleet.device_ids()  # a fleet's devices are fixed for a run
+        self._ids = compact_ids(fleet.device_ids())  # a fleet's devices are fixed for a run
         self._running = 0  # tasks in flight, counted as they are dispatched and arrive (sampled candidates)
 
     def rounds(self, params: Params, start_s: float = 0.0, first_round: int = 0) -> Iterator[RoundOutcome]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Protocol
 
 import torch
@@ -98,8 +99,7 @@ class SubModelExchange:
 
     def _is_full_width(self, width: float) -> bool:
         """Whether the sub-model at ``width`` keeps every unit of every group (cached)."""
-        full = self._full_widths.get(width)
-        if full is None:
+        if (full := self._full_widths.get(width)) is None:
             counts = self.counts(width)
             full = self._full_widths[width] = all(counts.get(g.name) == g.size for g in self.groups)
         return full
@@ -115,24 +115,23 @@ class SubModelExchange:
         return dict(master) if not cmap.kept else cmap.extract(master)
 
     def outgoing_many(self, plans: Sequence[TrainPlan], master: Params) -> list[Params]:
-        """:meth:`outgoing` of each plan in order; the full-width plans (no indices to choose)
-        share one copy of ``master`` (the same tensors each copy holds: nothing writes a task's
-        parameters), remembered as :meth:`outgoing` remembers them."""
+        """:meth:`outgoing` of each plan in order; full-width plans share one copy of ``master`` (nothing
+        writes a task's parameters), remembered together when all are full-width, one per device."""
         self._stats.wait()  # as in outgoing: no fold runs while tasks train or a pool forks
         whole, pending, rounds = self._whole, self._pending, self._rounds
-        shared = dict(master) if not whole.kept else None
-        out: list[Params] = []
-        for plan in plans:
-            if shared is None or not self._is_full_width(plan.width):
-                out.append(self.outgoing(plan, master))
-                continue
-            device = plan.device_id
-            for r in rounds.pop(device, ()):  # one task per device in flight
+        full = {w: self._is_full_width(w) and not whole.kept for w in set(map(attrgetter("width"), plans))}
+        shared = dict(master)
+        devices = list(map(attrgetter("device_id"), plans))
+        if not all(full.values()) or len(set(devices)) < len(devices):  # plan by plan (a repeat forgets the last)
+            sent = [self.outgoing(plan, master) for plan in plans]
+            return [shared if full[plan.width] else params for plan, params in zip(plans, sent)]
+        versions = list(map(attrgetter("round"), plans))
+        for device in rounds.keys() & devices:  # one task per device in flight
+            for r in rounds.pop(device):
                 pending.pop((device, r), None)
-            pending[(device, plan.round)] = whole
-            rounds[device] = [plan.round]
-            out.append(shared)
-        return out
+        pending.update(dict.fromkeys(zip(devices, versions), whole))
+        rounds.update(zip(devices, map(list, zip(versions))))
+        return [shared] * len(plans)
 
     def incoming(self, update: Update, master: Params, weight: float, *,
                  known_finite: bool = False, known_valid: bool = False) -> tuple[Params, Masks | None]:
@@ -156,10 +155,10 @@ class SubModelExchange:
 
     def _take(self, update: Update) -> CoordinateMap | None:
         """The coordinate map of the sub-model sent for ``update``'s task, forgotten (``None``: none kept)."""
-        cmap = self._pending.pop((update.device_id, update.round), None)
-        if update.round in self._rounds.get(update.device_id, []):
-            self._rounds[update.device_id].remove(update.round)
-        return cmap
+        device, version = update.device_id, update.round
+        if version in (held := self._rounds.get(device, [])):
+            held.remove(version)
+        return self._pending.pop((device, version), None)
 
     def _receive(self, update: Update, cmap: CoordinateMap | None, master: Params, weight: float,
                  known_finite: bool, known_valid: bool) -> tuple[Params, Masks | None]:

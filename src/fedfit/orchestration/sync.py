@@ -39,7 +39,7 @@ from fedfit.orchestration.liveness import Liveness
 from fedfit.orchestration.submodels import Exchange, FullModelExchange
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
-from fedfit.policy.candidates import sample_idle
+from fedfit.policy.candidates import compact_ids, sample_idle
 from fedfit.policy.planning import RoundObserver, plans_of
 from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
 
@@ -134,7 +134,7 @@ class SyncOrchestrator:
         self.cohort, self.rule = cohort, rule or AggregationRule(weighting=weighting)
         self.submodels: Exchange = submodels or FullModelExchange()
         self.registry = registry if registry is not None else enrol(fleet)
-        self._ids = fleet.device_ids()  # a fleet's devices are fixed for a run
+        self._ids = compact_ids(fleet.device_ids())  # a fleet's devices are fixed for a run
         self.reviser: Reviser | None = None
         self._configured = config
 

@@ -23,6 +23,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -160,6 +161,8 @@ class WidthPlanner:
         if p.mode != "fixed" or p.elastic:
             return [self.plan(d, round_, profile_of(d), state_of(d)) for d in device_ids]
         plans = plans_of(self.base, device_ids, round_, profile_of, state_of)
+        if set(map(attrgetter("width"), plans)) <= {p.fixed}:  # the base's plans are at the fixed width
+            return plans
         return [plan if plan.width == p.fixed else dataclasses.replace(plan, width=p.fixed) for plan in plans]
 
     def _elastic(self, plan: TrainPlan, round_: int) -> TrainPlan:

@@ -25,6 +25,7 @@ from typing import Protocol, cast
 from fedfit.devices import with_consumption
 from fedfit.devices.lazy_trace import LazyTrace
 from fedfit.devices.lazy_traces import LazyTraces
+from fedfit.devices.state_columns import ColumnStates
 from fedfit.errors import CheckpointError
 from fedfit.cost import MemoryModel, ModelCost, task_cost
 from fedfit.cost.task_costs import task_costs
@@ -125,8 +126,15 @@ class SimulatedFleet:
             states = [traces[d].state_at(at_s) for d in devices]
         self._snapshots = (at_s, dict(zip(devices, states)))
         profiles, used = self._profiles, self._consumed_j
-        seen = [s if used[d] == 0 else with_consumption(s, profiles[d], used[d])  # most never trained: unchanged
-                for d, s in zip(devices, states)]
+        spent = [i for i, d in enumerate(devices) if used[d] != 0]  # most never trained: unchanged
+        spent_states = [with_consumption(states[i], profiles[devices[i]], used[devices[i]]) for i in spent]
+        seen: list[DeviceState] = states
+        if isinstance(states, ColumnStates):  # the hot fields as columns too (the registry stores them)
+            seen = states.replaced(spent, spent_states) if spent else states
+        else:
+            seen = list(states)
+            for i, state in zip(spent, spent_states):
+                seen[i] = state
         self._seen = dict(zip(devices, seen))
         return seen
 
