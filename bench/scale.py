@@ -45,9 +45,10 @@ check-in states are inside planning; the task cost inside dispatch; finishing th
 tasks (their mid-task looks, energy and events: the fleet's ``_flush``) runs when the fleet is
 next read, inside ``collect``, as do ``next_result`` (popping a result), the registry's records
 and the tallies; exchange_in (validation and the sub-model way back), record_fold and the fold
-are inside aggregate. ``NAME_own_ms`` is a part without the parts inside it, so the own times
-add up; ``untimed_ms`` is the rest of the round (the loop around the parts: round set-up, the
-report, the bench's marks). ``gc_ms`` is the cyclic garbage collector's time outside training
+(``fold``, or ``fold_columns`` where the loop folds arrivals held as columns) are inside
+aggregate. ``NAME_own_ms`` is a part without the parts inside it, so the own times add up;
+``untimed_ms`` is the rest of the round (the loop around the parts: round set-up, the report,
+the bench's marks). ``gc_ms`` is the cyclic garbage collector's time outside training
 and evaluation (inside whichever part it interrupted), ``gc_full`` its full (generation 2)
 collections per round. The wrappers cost ≈ 2–3 µs a call (two reads of the process clock, a
 system call each), ≈ 10 timed calls per invited device: ``timers_ms`` is that cost per round
@@ -458,6 +459,7 @@ PARTS = {
     "tally_failure": ("tally", "count_failure"), "cancel_pending": ("fleet", "cancel_pending"),
     "aggregate": ("orchestrator", "_aggregate"), "exchange_in": ("exchange", "incoming_many"),
     "record_fold": ("registry", "record_fold"), "record_folds": ("registry", "record_folds"), "fold": ("sync", "aggregate"),
+    "fold_columns": ("sync", "aggregate_columns"),
     "report": ("tally", "report"),
 }
 

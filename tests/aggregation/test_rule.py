@@ -70,3 +70,19 @@ def test_server_step_moves_a_fraction_and_keeps_integers() -> None:
 
     assert out["w"].tolist() == [2.0, 6.0]
     assert out["n"].item() == 5
+
+
+def test_arrivals_as_columns_fold_by_hand() -> None:
+    from fedfit.aggregation import Arrivals, aggregate_columns
+
+    master = {"w": torch.tensor([0.0])}
+    a = Update(0, 3, {"w": torch.tensor([2.0])}, 1, 1, 1, 1, 1, 0.0)
+    b = Update(1, 2, {"w": torch.tensor([9.0])}, 3, 3, 1, 1, 1, 0.0)
+    rule = AggregationRule(staleness=StalenessDiscount("polynomial", exponent=1.0))
+    # b arrives in master coordinates as 4.0 (its own params ignored), one version stale (discount 1/2),
+    # participation 1/3: weights 1·1·1 = 1 and 3·(1/3)·(1/2) = 0.5; the mean moves by the mean discount 0.75
+    columns = Arrivals([a, b], [1.0, 3.0], [0, 1], [None, {"w": torch.tensor([4.0])}], [None, None], [1.0, 1 / 3])
+    expected = 0.75 * (2.0 * 1.0 + 4.0 * 0.5) / 1.5
+    assert aggregate_columns(master, rule, columns)["w"].item() == pytest.approx(expected)
+    arrivals = [Arrival(a), Arrival(b, staleness=1, params={"w": torch.tensor([4.0])}, participation=1 / 3)]
+    assert torch.equal(aggregate(master, arrivals, rule)["w"], aggregate_columns(master, rule, columns)["w"])

@@ -103,3 +103,11 @@ def test_sub_model_updates_are_checked_against_the_sub_model() -> None:
 
     assert [isinstance(g, UpdateRejected) for g in got] == [False, True, False]
     assert "shape" in str(got[1])
+
+
+def test_a_batch_whose_total_overflows_is_checked_row_by_row() -> None:
+    # each row's sum is finite (2e38 < float32's 3.4e38), the batch's is not: every row is still finite
+    rows = [{"w": torch.tensor([2.0e38, 0.0])} for _ in range(3)]
+    assert finite_rows(rows) == [True, True, True]
+    assert finite_rows([*rows, {"w": torch.tensor([NAN, 0.0])}]) == [True, True, True, False]
+    assert valid_rows({"w": torch.zeros(2)}, rows) == [True, True, True]

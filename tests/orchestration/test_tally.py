@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import torch
@@ -37,3 +38,14 @@ def test_counting_a_round_together_equals_counting_each_result() -> None:
     assert together == each
     assert sum(together.participants.values()) == sum(isinstance(r.outcome, Update) for r in results)
     assert together.bytes_down == sum(r.cost.bytes_down for r in results)
+
+
+def test_counting_a_round_returns_its_own_successes_only() -> None:
+    results = _results(1, 200)
+    late = {r.plan.device_id for r in results[::3]}  # these were dispatched a round earlier
+    mixed = [dataclasses.replace(r, plan=dataclasses.replace(r.plan, round=4 if r.plan.device_id in late else 5))
+             for r in results]
+    fresh = sum(1 for r in mixed if r.plan.round == 5 and isinstance(r.outcome, Update))
+    assert 0 < fresh < sum(isinstance(r.outcome, Update) for r in mixed)
+    assert RoundTally().count_results(mixed, 5) == fresh
+    assert RoundTally().count_results(mixed) == 0

@@ -151,3 +151,15 @@ def test_queued_together_equals_the_item_by_item_queue(seed: int) -> None:
     assert [type(item) for item in together] == [InFlight] * n
     assert [item[:-1] for item in together] == [item[:-1] for item in expected]
     assert [item.handle and item.handle[1] for item in together] == [item.handle and item.handle[1] for item in expected]
+
+
+def test_popping_due_pops_only_the_items_reached() -> None:
+    queue = EventQueue[str]()
+    queue.push_many([4.0, 1.0, 3.0, 2.0], ["d", "a", "c", "b"])
+    taken = []
+    for item in queue.popping_due(3.5):
+        taken.append(item)
+        if item == "b":
+            break
+    assert taken == ["a", "b"] and len(queue) == 2
+    assert list(queue.popping_due(3.5)) == ["c"] and queue.pop() == (4.0, "d")

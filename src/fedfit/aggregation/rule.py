@@ -92,27 +92,62 @@ def aggregate(master: Params, arrivals: Sequence[Arrival], rule: AggregationRule
     """
     if not arrivals:
         return master
-    weighting, fednova = rule.weighting, rule.fednova
-    weights = [weighting(a.update) * a.participation for a in arrivals]
-    discounts = _discounts(rule.staleness, [a.staleness for a in arrivals])
+    updates = [a.update for a in arrivals]
+    weighting = rule.weighting
+    return aggregate_columns(master, rule, Arrivals(
+        updates, [weighting(u) for u in updates], [a.staleness for a in arrivals], [a.params for a in arrivals],
+        [a.masks for a in arrivals], [a.participation for a in arrivals]))
+
+
+@dataclass(frozen=True, slots=True)
+class Arrivals:
+    """Arrivals as columns, one entry per update in order (what :class:`Arrival` holds, and
+    each update's weight): a synchronous round folds ≈ 1,000 without an object each.
+
+    Attributes:
+        updates: the devices' updates.
+        base_weights: ``rule.weighting`` of each update.
+        staleness: model versions elapsed since each update's version.
+        params: each update in master coordinates (``None``: its own params already are).
+        masks: the master coordinates each holds (``None``: all of them).
+        participation: each device's participation factor ω.
+    """
+
+    updates: Sequence[Update]
+    base_weights: Sequence[float]
+    staleness: Sequence[int]
+    params: Sequence[Params | None]
+    masks: Sequence[dict[str, torch.Tensor] | None]
+    participation: Sequence[float]
+
+
+def aggregate_columns(master: Params, rule: AggregationRule, arrivals: Arrivals) -> Params:
+    """:func:`aggregate` of arrivals held as columns (``master`` unchanged when there are none)."""
+    if not arrivals.updates:
+        return master
+    fednova = rule.fednova
+    weights = [w * p for w, p in zip(arrivals.base_weights, arrivals.participation, strict=True)]
+    discounts = _discounts(rule.staleness, arrivals.staleness)
+    params = [u.params if p is None else p for u, p in zip(arrivals.updates, arrivals.params, strict=True)]
     if fednova:
-        lengths = [normalising_length(a.update.steps, fednova) for a in arrivals]
-        contributions = [Contribution(normalised_params(master, a.master_params, n), w * s, a.masks)
-                         for a, w, s, n in zip(arrivals, weights, discounts, lengths, strict=True)]
+        lengths = [normalising_length(u.steps, fednova) for u in arrivals.updates]
+        contributions = [Contribution(normalised_params(master, x, n), w * s, m)
+                         for x, w, s, n, m in zip(params, weights, discounts, lengths, arrivals.masks, strict=True)]
     else:
-        lengths = [1.0] * len(arrivals)
-        contributions = build_many(Contribution, len(arrivals), {  # field by field (fedfit.bulk)
-            "params": [a.update.params if a.params is None else a.params for a in arrivals],
-            "weight": [w * s for w, s in zip(weights, discounts, strict=True)], "masks": [a.masks for a in arrivals]})
-    if sum(c.weight for c in contributions) <= 0:
+        lengths = [1.0] * len(params)
+        contributions = build_many(Contribution, len(params), {  # field by field (fedfit.bulk)
+            "params": params, "weight": [w * s for w, s in zip(weights, discounts, strict=True)],
+            "masks": arrivals.masks})
+    combined = [c.weight for c in contributions]
+    if sum(combined) <= 0:
         return master
     averaged = rule.combine(master, contributions)
-    tau_eff = effective_steps([c.weight for c in contributions], lengths) if fednova else 1.0
+    tau_eff = effective_steps(combined, lengths) if fednova else 1.0
     return server_step(master, averaged, server_scale(server_lr=rule.server_lr, weights=weights,
                                                       discounts=discounts, tau_eff=tau_eff))
 
 
-def _discounts(staleness: StalenessFn, elapsed: list[int]) -> list[float]:
+def _discounts(staleness: StalenessFn, elapsed: Sequence[int]) -> list[float]:
     """``staleness(t)`` of each ``t`` in ``elapsed``, asked once per distinct ``t`` (a pure
     function; a round's updates are mostly equally stale).
 

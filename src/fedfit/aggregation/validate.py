@@ -130,9 +130,12 @@ _DTYPE, _SHAPE = attrgetter("dtype"), attrgetter("shape")
 
 def _finite_stacked(values: list[torch.Tensor]) -> list[bool]:
     """Whether every entry of each of ``values`` (tensors of one shape and dtype) is finite: one
-    stacked sum per row, the entries of a row whose sum is not finite looked at."""
+    sum of the whole stack; when that is not finite, one per row, and the entries of a row whose
+    sum is not finite looked at."""
     stacked = torch.stack(values).reshape(len(values), -1)
     finite = [True] * len(values)
+    if math.isfinite(float(stacked.sum())):  # finite only if every entry is (as in all_finite)
+        return finite
     for j in torch.nonzero(~torch.isfinite(stacked.sum(dim=1))).flatten().tolist():
         finite[j] = bool(torch.isfinite(stacked[j]).all())
     return finite

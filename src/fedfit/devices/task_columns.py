@@ -26,7 +26,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from fedfit.types import Failure, TaskResult, Update
+from fedfit.types import Failure, FailureCause, TaskResult, Update
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -81,13 +81,17 @@ def task_columns(results: Sequence[TaskResult]) -> TaskColumns:
     return TaskColumns(
         device_ids=[p.device_id for p in plans],
         ok=np.array(ok, dtype=bool),
-        causes=[str(cause_name(f.cause)) for f in failures],
+        causes=[_NAMES.get(f.cause) or str(cause_name(f.cause)) for f in failures],
         durations_s=finish - np.array([r.start_s for r in results], dtype=np.float64),
         rounds=np.array([p.round for p in plans], dtype=np.int64),
         micro_batch=micro, accumulation=accumulation,
         update_round=np.array([u.round for u in updates], dtype=np.int64),
         samples=np.array([u.samples_processed for u in updates], dtype=np.int64),
         train_loss=np.array([u.train_loss for u in updates], dtype=np.float64))
+
+
+#: The stored name of each ``FailureCause``, looked up (a round records ≈ 300 failures).
+_NAMES = {cause: str(cause.value) for cause in FailureCause}
 
 
 def cause_name(cause: object) -> str | None:

@@ -26,22 +26,25 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from typing import Literal, cast
 
-from fedfit.aggregation import AggregationRule, Arrival, Weighting, aggregate
-from fedfit.bulk import build_many
+from fedfit.aggregation import AggregationRule, Arrivals, Weighting, aggregate_columns
 from fedfit.devices.registry import Registry
 from fedfit.errors import RunStopped, UpdateRejected
 from fedfit.orchestration.cohort import Cohort, check_in, enrol
 from fedfit.orchestration.contract import Fleet, due_results
 from fedfit.orchestration.dispatching import send_all
 from fedfit.orchestration.liveness import Liveness
-from fedfit.orchestration.submodels import Exchange, FullModelExchange
+from fedfit.orchestration.submodels import Exchange, FullModelExchange, Masks
 from fedfit.orchestration.tally import RoundTally
 from fedfit.policy import Planner, uniform_cohort
 from fedfit.policy.candidates import compact_ids, sample_idle
 from fedfit.policy.planning import RoundObserver, plans_of
-from fedfit.types import Failure, FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
+from fedfit.types import FailureCause, Params, RoundReport, TaskResult, TrainPlan, Update
+
+_FINISH = attrgetter("finish_s")
 
 #: Evaluates parameters: returns (accuracy, loss).
 Evaluator = Callable[[Params], tuple[float, float]]
@@ -208,10 +211,10 @@ class SyncOrchestrator:
     def _collect(self, r: int, now_s: float, k: int, tally: RoundTally) -> tuple[list[TaskResult], float]:
         deadline = now_s + self.config.deadline_s if self.config.deadline_s is not None else math.inf
         results = due_results(self.fleet, deadline, k, r)
-        end_s = max([now_s, *(res.finish_s for res in results)])
-        # late updates of earlier rounds do not count
-        successes = sum(1 for res in results if res.plan.round == r and not isinstance(res.outcome, Failure))
-        tally.count_results(results)  # counted and recorded together: nothing reads them while a round collects
+        end_s = max(now_s, max(map(_FINISH, results), default=now_s))
+        # counted and recorded together (nothing reads them while a round collects); the
+        # successes of this round: late updates of earlier rounds do not count
+        successes = tally.count_results(results, r)
         self.registry.record_tasks(results)
         if self.config.late_updates == "stale":
             if successes < k and self.fleet.peek_time() is not None:
@@ -239,20 +242,22 @@ class SyncOrchestrator:
             fresh = [res for res in fresh if r - res.plan.round <= limit]
         updates = [cast(Update, res.outcome) for res in fresh]
         weighting, participation = self.rule.weighting, self.rule.participation
-        kept = []
-        for res, update, got in zip(fresh, updates, self.submodels.incoming_many(updates, params,
-                                                                                  [weighting(u) for u in updates])):
-            if isinstance(got, UpdateRejected):
-                tally.count_rejected(res.tier)
-                continue
-            kept.append((res.plan.device_id, res.plan.round, update, got))
-        folds = self.registry.record_folds([device for device, *_ in kept], r)
-        received = [got for *_, got in kept]
-        arrivals = build_many(Arrival, len(kept), {  # field by field (fedfit.bulk: a round folds ~700)
-            "update": [update for *_, update, _ in kept], "staleness": [r - round_ for _, round_, *_ in kept],
-            "params": [full for full, _ in received], "masks": [masks for _, masks in received],
-            "participation": list(map(participation, folds))})
-        return aggregate(params, arrivals, self.rule)
+        weights = [weighting(u) for u in updates]
+        received = self.submodels.incoming_many(updates, params, weights)
+        rejected = [isinstance(got, UpdateRejected) for got in received]
+        if any(rejected):  # rare: counted, and the kept ones picked out
+            for res, bad in zip(fresh, rejected):
+                if bad:
+                    tally.count_rejected(res.tier)
+            kept = [not bad for bad in rejected]
+            fresh, updates = list(compress(fresh, kept)), list(compress(updates, kept))
+            weights, received = list(compress(weights, kept)), list(compress(received, kept))
+        plans = [res.plan for res in fresh]
+        folds = self.registry.record_folds([plan.device_id for plan in plans], r)
+        taken = cast(list[tuple[Params, Masks | None]], received)
+        return aggregate_columns(params, self.rule, Arrivals(  # no Arrival per update: a round folds ~700
+            updates, weights, [r - plan.round for plan in plans], [full for full, _ in taken],
+            [masks for _, masks in taken], list(map(participation, folds))))
 
     def _maybe_evaluate(self, r: int, last: int, params: Params) -> tuple[float | None, float | None]:
         if (r + 1) % self.config.eval_every and r != last:

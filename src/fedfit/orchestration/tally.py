@@ -45,25 +45,35 @@ class RoundTally:
         self.bytes_up += result.cost.bytes_up
         self.micro_batches.setdefault(result.tier, []).append(_held(result))
 
-    def count_results(self, results: Sequence[TaskResult]) -> None:
+    def count_results(self, results: Sequence[TaskResult], round_: int | None = None) -> int:
         """:meth:`count_result`, then :meth:`count_failure` or :meth:`count_success`, of each
-        result in order (a round's, counted together once it has collected them)."""
+        result in order (a round's, counted together once it has collected them); returns how
+        many are successes of round ``round_`` (late updates of earlier rounds left out)."""
         bytes_down, bytes_up, energy_j = self.bytes_down, self.bytes_up, self.energy_j
         participants, micro_batches = self.participants, self.micro_batches
-        for result in results:  # count_success inlined: most results are successes
+        by_cause, by_tier, by_tier_cause = self.failures_by_cause, self.failures_by_tier, self.failures_by_tier_cause
+        fresh = 0
+        for result in results:  # count_success and count_failure inlined (a round counts ~1,000)
             cost, outcome, tier = result.cost, result.outcome, result.tier
             bytes_down += cost.bytes_down
             energy_j += cost.energy_j
             if isinstance(outcome, Failure):
-                self.count_failure(tier, outcome.cause)
+                cause = _VALUES.get(outcome.cause) or outcome.cause.value
+                by_cause[cause] = by_cause.get(cause, 0) + 1
+                by_tier[tier] = by_tier.get(tier, 0) + 1
+                by_tier_cause[tier, cause] = by_tier_cause.get((tier, cause), 0) + 1
                 continue
-            participants[tier] += 1
+            plan = result.plan
+            fresh += plan.round == round_
+            participants[tier] = participants.get(tier, 0) + 1
             bytes_up += cost.bytes_up
             batches = micro_batches.get(tier)
             if batches is None:
                 batches = micro_batches[tier] = []
-            batches.append(held_micro_batch(result.plan.micro_batch, outcome.num_examples))
+            micro_batch, held = plan.micro_batch, outcome.num_examples  # held_micro_batch, inline
+            batches.append(micro_batch if held <= 0 or micro_batch <= held else held)
         self.bytes_down, self.bytes_up, self.energy_j = bytes_down, bytes_up, energy_j
+        return fresh
 
     def mean_micro_batch(self) -> dict[str, float]:
         return {t: sum(v) / len(v) for t, v in sorted(self.micro_batches.items())}
@@ -87,6 +97,10 @@ class RoundTally:
         for (tier, cause), n in sorted(self.failures_by_tier_cause.items()):
             nested.setdefault(tier, {})[cause] = n
         return nested
+
+
+#: Each failure cause's value (what the counters are keyed by), looked up instead of read off the enum.
+_VALUES = {cause: cause.value for cause in FailureCause}
 
 
 def _held(result: TaskResult) -> int:

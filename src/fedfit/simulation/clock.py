@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -46,6 +46,13 @@ class EventQueue(Generic[T]):
         """Remove and return the earliest item if it is due at ``until_s`` or before; else ``None``."""
         heap = self._heap
         return heapq.heappop(heap)[2] if heap and heap[0][0] <= until_s else None
+
+    def popping_due(self, until_s: float) -> Iterator[T]:
+        """:meth:`pop_due` again and again: each item due at ``until_s`` or before, earliest first,
+        popped as it is reached (an item not reached stays queued)."""
+        heap, pop = self._heap, heapq.heappop
+        while heap and heap[0][0] <= until_s:
+            yield pop(heap)[2]
 
     def peek_time(self) -> float | None:
         """Time of the earliest event, or ``None`` when empty."""

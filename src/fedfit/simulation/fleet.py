@@ -212,8 +212,7 @@ class SimulatedFleet:
         for plan, (_, _, spent_j) in zip(plans, decided):
             consumed[plan.device_id] += spent_j
         items = queued(plans, [p.tier for p in profiles], states, costs, params, now_s, decided, self._executor.submit)
-        self._busy.update([plan.device_id for plan in plans])
-        self._queue.push_many([item.finish_s for item in items], items)
+        self._queue.push_many([at_s for at_s, _, _ in decided], items)  # their devices are busy since dispatch
 
     def _online_many(self, devices: list[int], times: list[float]) -> list[bool]:
         if isinstance(self._traces, LazyTraces):

@@ -93,14 +93,17 @@ def pop_due_results(queue: EventQueue[InFlight], busy: set[int], until_s: float,
     them (a success is known before training: it has a task), then trained in that order
     (training is a pure function of the task) and made results."""
     popped: list[InFlight] = []
-    pop_due, discard, keep = queue.pop_due, busy.discard, popped.append
+    discard, keep = busy.discard, popped.append
     successes = 0
-    while successes < wanted and (item := pop_due(until_s)) is not None:
-        plan = item.plan
-        discard(plan.device_id)
-        keep(item)
-        if item.handle is not None:
-            successes += plan.round == round_
+    if wanted > 0:
+        for item in queue.popping_due(until_s):
+            plan = item.plan
+            discard(plan.device_id)
+            keep(item)
+            if item.handle is not None and plan.round == round_:
+                successes += 1
+                if successes >= wanted:
+                    break
     outcomes = [item.failure if item.handle is None else item.handle.result() for item in popped]
     return results_of(popped, outcomes)
 
