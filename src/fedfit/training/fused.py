@@ -32,7 +32,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedfit.models import MLP, LogisticRegression
-from fedfit.training.optimizers import EagerSGD, plain_sgd_update
+from fedfit.training.fused_script import scripted_step
+from fedfit.training.optimizers import EagerSGD
 from fedfit.training.program import BatchStep, MicroStep
 
 #: ``nll_loss``'s reduction code for ``sum`` and its default ``ignore_index``.
@@ -121,14 +122,12 @@ def _sgd_batch(params: Linears, rate: float, opt: torch.optim.Optimizer) -> Batc
     seeds: Seeds = {}
 
     def batch(x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
-        total, n = 0.0, idx.shape[0]
-        grads: list[torch.Tensor | None] = [None] * len(params)
+        n, dtype = idx.shape[0], flat[-1].dtype
+        key = (n, dtype)
+        divisor, seed = seeds.get(key) or seeds.setdefault(key, (torch.full((), n, dtype=dtype),
+                                                                 torch.ones((), dtype=dtype) / n))
         with torch.no_grad():
-            for part in (idx,) if n <= micro else idx.split(micro):
-                total += float(_micro(params, rate, seeds, x.index_select(0, part), y.index_select(0, part), n, grads)) * n
-            held = [g for g in grads if g is not None]  # every tensor has one: each layer is on the path
-            plain_sgd_update(flat, held, group)
-        return total
+            return scripted_step(flat, rate, x, y, idx, micro, divisor, seed, group["lr"], group["weight_decay"])
 
     return batch
 
