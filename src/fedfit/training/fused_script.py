@@ -70,7 +70,7 @@ def _script_step(params: list[torch.Tensor], rate: float, x: torch.Tensor, y: to
                     grad = grad / rate
         total += float(loss) * n
     if weight_decay != 0:
-        grads = torch._foreach_add(grads, params, alpha=weight_decay)
+        grads = list(torch._foreach_add(grads, params, alpha=weight_decay))
     torch._foreach_add_(params, grads, alpha=-lr)
     return total
 
