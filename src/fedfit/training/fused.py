@@ -17,7 +17,9 @@ With plain SGD (:class:`~fedfit.training.optimizers.EagerSGD` without momentum) 
 step (zero the gradients, every micro-batch of the effective batch, the update) is one call,
 :func:`fused_steps`' batch step: the gradients are held in a list rather than set on the
 parameters, and the update is ``EagerSGD``'s own ``torch._foreach`` calls on that list, so the
-weights are bit-identical to the three calls it replaces, without their per-step Python.
+weights are bit-identical to the three calls it replaces, without their per-step Python. That
+step runs in TorchScript's interpreter (:mod:`fedfit.training.fused_script`), which releases the
+interpreter lock for the whole step, so training threads do not wait for each other's Python.
 
 Only exact instances of the zoo's classes, with no hooks on any module or parameter, take this
 path; anything else (techniques, local DP, custom models) keeps autograd.
@@ -117,7 +119,8 @@ def _plain_sgd(opt: torch.optim.Optimizer, params: Linears) -> bool:
 def _sgd_batch(params: Linears, rate: float, opt: torch.optim.Optimizer) -> BatchStep:
     """The whole step: the micro-batches' gradients into a list, then :meth:`EagerSGD._plain`'s
     update from it (weight decay ``g + wd·w``, then ``w − lr·g``, read from the optimiser's group
-    at every step)."""
+    at every step), as one TorchScript call that releases the interpreter lock
+    (:mod:`fedfit.training.fused_script`: :func:`_micro`'s operators, in its order)."""
     group, flat = opt.param_groups[0], list(params)
     seeds: Seeds = {}
 

@@ -1,19 +1,20 @@
 """The fused plain-SGD trainer step as one TorchScript call: the interpreter lock is released for it.
 
 :func:`fedfit.training.fused._sgd_batch`'s step (every micro-batch's forward and hand-written
-backward, then the SGD update) calls some forty ATen operators per micro-batch from Python, and
-the Python between two of them holds the interpreter lock. One device training alone does not
-notice; two training threads (``simulation.executor: threads``, the default ``auto`` on two or
-more cores) wait for each other's Python at every operator and hand the lock back and forth,
-so two threads gained ≈ 1.25× over one where two processes gained ≈ 1.4–1.5× (bench/RESULTS.md,
-*flw15k*). Here the same step is a TorchScript function: the call releases the lock once and
-the interpreter runs the same ATen operators, with the same arguments in the same order, so the
-gradients, the loss and the weights are bit-identical to the Python step's
-(``tests/training/test_fused_script.py``). The graph executor's optimisations are switched off
-around the call (a per-thread flag, restored after): no pass may rewrite an operator (decompose
-``linear``, fold constants) into one that rounds differently.
+backward, then the SGD update) calls some forty ATen operators per micro-batch from Python, and the
+Python between two of them holds the interpreter lock. One device training alone only pays for that
+Python; two training threads (``simulation.executor: threads``, the default ``auto`` on two or more
+cores) wait for each other's Python at every operator and hand the lock back and forth, so two
+threads gained ≈ 1.25× over one where two processes gained ≈ 1.4–1.5× (bench/RESULTS.md, *flw15k*).
+Here the same step is a TorchScript function: the call releases the lock once and the interpreter
+runs the same ATen operators, with the same arguments in the same order, so the gradients, the loss
+and the weights are bit-identical to the Python step's (``tests/training/test_fused.py`` holds it to
+autograd and PyTorch's SGD bit for bit). The graph executor's optimisations are switched off around
+the call (a per-thread flag, restored after): no pass may rewrite an operator (decompose ``linear``,
+fold constants) into one that rounds differently.
 
-It is compiled on first use (≈ 0.1–0.2 s once per process), not at import.
+It is compiled on first use (≈ 0.05 s once per process), not at import. TorchScript is deprecated
+from torch 2.13 on (it still ships); the warning is silenced.
 """
 
 from __future__ import annotations
