@@ -48,7 +48,8 @@ def _script_step(params: list[torch.Tensor], rate: float, x: torch.Tensor, y: to
                     h.div_(rate)
                 h.relu_()
         logp = torch.log_softmax(h, 1)
-        summed, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, 2, -100)  # reduction: sum; ignore_index: the default
+        # nll_loss's reduction 2: sum; ignore_index -100: its default
+        summed, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, 2, -100)
         loss = torch.div(summed, divisor)
         grad = torch.ops.aten.nll_loss_backward(seed, logp, ys, None, 2, -100, weight)
         grad = torch.ops.aten._log_softmax_backward_data(grad, logp, 1, logp.dtype)
