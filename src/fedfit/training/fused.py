@@ -27,13 +27,12 @@ path; anything else (techniques, local DP, custom models) keeps autograd.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from fedfit.models import MLP, LogisticRegression
+from fedfit.training.fused_script import forward_layers as _forward
 from fedfit.training.fused_script import scripted_step
 from fedfit.training.optimizers import EagerSGD
 from fedfit.training.program import BatchStep, MicroStep
@@ -42,7 +41,7 @@ from fedfit.training.program import BatchStep, MicroStep
 _SUM, _IGNORE = 2, -100
 
 #: Each linear layer's weight and bias, flat (``[w0, b0, w1, b1, ...]``, the model's parameter order).
-Linears = Sequence[torch.Tensor]
+Linears = list[torch.Tensor]
 #: The loss's divisor and gradient seed per (effective batch n, dtype): n and 1 / n, never written to.
 Seeds = dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]]
 
@@ -151,21 +150,6 @@ def _micro(params: Linears, rate: float, seeds: Seeds, xs: torch.Tensor, ys: tor
     del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
     _backward(params, rate, inputs, held, grads)
     return loss
-
-
-def _forward(params: Linears, rate: float, x: torch.Tensor) -> list[torch.Tensor]:
-    """Each layer's input (a hidden layer's: its ReLU output, made in place), then the logits."""
-    inputs = []
-    last = len(params) - 2
-    for i in range(0, last + 2, 2):
-        inputs.append(x)
-        x = F.linear(x, params[i], params[i + 1])
-        if i < last:
-            if rate != 1.0:
-                x.div_(rate)
-            x.relu_()
-    inputs.append(x)
-    return inputs
 
 
 def _backward(params: Linears, rate: float, inputs: list[torch.Tensor], held: list[torch.Tensor],

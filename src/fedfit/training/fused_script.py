@@ -27,6 +27,22 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
+def forward_layers(params: list[torch.Tensor], rate: float, x: torch.Tensor) -> list[torch.Tensor]:
+    """Each layer's input (a hidden layer's: its ReLU output, made in place), then the logits
+    (TorchScript source, also called from Python by :func:`fedfit.training.fused._micro`)."""
+    inputs: list[torch.Tensor] = []
+    last = len(params) - 2
+    for i in range(0, last + 2, 2):
+        inputs.append(x)
+        x = F.linear(x, params[i], params[i + 1])
+        if i < last:
+            if rate != 1.0:
+                x.div_(rate)
+            x.relu_()
+    inputs.append(x)
+    return inputs
+
+
 def _script_step(params: list[torch.Tensor], rate: float, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
                  micro: int, divisor: torch.Tensor, seed: torch.Tensor, lr: float, weight_decay: float) -> float:
     """:func:`fedfit.training.fused._sgd_batch`'s step, operator for operator (TorchScript source)."""
@@ -38,16 +54,8 @@ def _script_step(params: list[torch.Tensor], rate: float, x: torch.Tensor, y: to
     for part in parts:
         xs = x.index_select(0, part)
         ys = y.index_select(0, part)
-        h = xs.flatten(1)
-        inputs: list[torch.Tensor] = []
-        for i in range(0, last + 2, 2):
-            inputs.append(h)
-            h = F.linear(h, params[i], params[i + 1])
-            if i < last:
-                if rate != 1.0:
-                    h.div_(rate)
-                h.relu_()
-        logp = torch.log_softmax(h, 1)
+        inputs = forward_layers(params, rate, xs.flatten(1))
+        logp = torch.log_softmax(inputs.pop(), 1)
         # nll_loss's reduction 2: sum; ignore_index -100: its default
         summed, weight = torch.ops.aten.nll_loss_forward(logp, ys, None, 2, -100)
         loss = torch.div(summed, divisor)
