@@ -59,3 +59,27 @@ def test_the_step_leaves_the_graph_executor_setting_as_it_was() -> None:
             assert torch._C._get_graph_executor_optimize() is setting
         finally:
             torch._C._set_graph_executor_optimize(True)
+
+
+def _trained(monkeypatch: Any, scripted: bool) -> tuple[list[float], list[torch.Tensor]]:
+    from fedfit.training import fused_script
+
+    if not scripted:  # a torch that cannot script the step
+        monkeypatch.setattr(fused_script, "_compiled", lambda: None)
+    torch.manual_seed(0)
+    model = ModelSpec("mlp", (1, 28, 28), 10).build(0.5)
+    steps = fused_steps(model, EagerSGD(model.parameters(), lr=0.05, weight_decay=1e-3))
+    assert steps is not None and steps[1] is not None
+    gen = torch.Generator().manual_seed(3)
+    x, y = torch.randn((40, 1, 28, 28), generator=gen), torch.randint(0, 10, (40,), generator=gen)
+    losses = [steps[1](x, y, torch.randperm(40, generator=gen)[:24], 8) for _ in range(3)]
+    monkeypatch.undo()
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+def test_without_torchscript_the_step_runs_from_python_with_the_same_bits(monkeypatch: Any) -> None:
+    script_losses, script_weights = _trained(monkeypatch, scripted=True)
+    python_losses, python_weights = _trained(monkeypatch, scripted=False)
+    assert python_losses == script_losses
+    assert all(torch.equal(a, b) for a, b in zip(python_weights, script_weights, strict=True))
+    assert python_losses[0] != python_losses[2]  # it trained

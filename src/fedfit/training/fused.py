@@ -34,7 +34,7 @@ from torch import nn
 from fedfit.models import MLP, LogisticRegression
 from fedfit.training.fused_script import forward_layers as _forward
 from fedfit.training.fused_script import scripted_step
-from fedfit.training.optimizers import EagerSGD
+from fedfit.training.optimizers import EagerSGD, plain_sgd_update
 from fedfit.training.program import BatchStep, MicroStep
 
 #: ``nll_loss``'s reduction code for ``sum`` and its default ``ignore_index``.
@@ -129,7 +129,15 @@ def _sgd_batch(params: Linears, rate: float, opt: torch.optim.Optimizer) -> Batc
         divisor, seed = seeds.get(key) or seeds.setdefault(key, (torch.full((), n, dtype=dtype),
                                                                  torch.ones((), dtype=dtype) / n))
         with torch.no_grad():
-            return scripted_step(flat, rate, x, y, idx, micro, divisor, seed, group["lr"], group["weight_decay"])
+            done = scripted_step(flat, rate, x, y, idx, micro, divisor, seed, group["lr"], group["weight_decay"])
+            if done is not None:
+                return done
+            total, grads = 0.0, list[torch.Tensor | None]([None] * len(params))  # no TorchScript: from Python
+            for part in (idx,) if n <= micro else idx.split(micro):
+                total += float(_micro(params, rate, seeds, x.index_select(0, part), y.index_select(0, part), n,
+                                      grads)) * n
+            plain_sgd_update(flat, [g for g in grads if g is not None], group)  # every layer has one
+            return total
 
     return batch
 

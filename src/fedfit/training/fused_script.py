@@ -14,7 +14,8 @@ the call (a per-thread flag, restored after): no pass may rewrite an operator (d
 fold constants) into one that rounds differently.
 
 It is compiled on first use (≈ 0.05 s once per process), not at import. TorchScript is deprecated
-from torch 2.13 on (it still ships); the warning is silenced.
+from torch 2.13 on (it still ships); the warning is silenced. Where a torch cannot script it, the
+step runs from Python as before (:func:`fedfit.training.fused._sgd_batch`), with the same results.
 """
 
 from __future__ import annotations
@@ -89,17 +90,26 @@ _lock = threading.Lock()
 
 
 @functools.cache
-def _compiled() -> Any:
-    with warnings.catch_warnings():  # torch 2.13 deprecates TorchScript (still shipped); see the module's note
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return torch.jit.script(_script_step)
+def _compiled() -> Any | None:
+    """The scripted step; ``None`` where this torch cannot script it (a torch without TorchScript):
+    the caller then runs the same operators from Python."""
+    try:
+        with warnings.catch_warnings():  # torch 2.13 deprecates TorchScript (still shipped); see the module's note
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return torch.jit.script(_script_step)
+    except Exception:  # noqa: BLE001 - any failure to script means: no scripted step here
+        return None
 
 
 def scripted_step(params: list[torch.Tensor], rate: float, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
-                  micro: int, divisor: torch.Tensor, seed: torch.Tensor, lr: float, weight_decay: float) -> float:
-    """Run the step in TorchScript's interpreter, its graph unoptimised (the lock is released inside)."""
+                  micro: int, divisor: torch.Tensor, seed: torch.Tensor, lr: float,
+                  weight_decay: float) -> float | None:
+    """Run the step in TorchScript's interpreter, its graph unoptimised (the lock is released inside);
+    ``None``, having run nothing, where TorchScript is not available."""
     with _lock:  # one compile, whichever training thread comes first
         step = _compiled()
+    if step is None:
+        return None
     before = torch._C._get_graph_executor_optimize()
     torch._C._set_graph_executor_optimize(False)
     try:
