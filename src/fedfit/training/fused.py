@@ -17,7 +17,9 @@ With plain SGD (:class:`~fedfit.training.optimizers.EagerSGD` without momentum) 
 step (zero the gradients, every micro-batch of the effective batch, the update) is one call,
 :func:`fused_steps`' batch step: the gradients are held in a list rather than set on the
 parameters, and the update is ``EagerSGD``'s own ``torch._foreach`` calls on that list, so the
-weights are bit-identical to the three calls it replaces, without their per-step Python.
+weights are bit-identical to the three calls it replaces, without their per-step Python. That
+step runs in TorchScript's interpreter (:mod:`fedfit.training.fused_script`), which releases the
+interpreter lock for the whole step, so training threads do not wait for each other's Python.
 
 Only exact instances of the zoo's classes, with no hooks on any module or parameter, take this
 path; anything else (techniques, local DP, custom models) keeps autograd.
@@ -25,13 +27,13 @@ path; anything else (techniques, local DP, custom models) keeps autograd.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from fedfit.models import MLP, LogisticRegression
+from fedfit.training.fused_script import forward_layers as _forward
+from fedfit.training.fused_script import scripted_step
 from fedfit.training.optimizers import EagerSGD, plain_sgd_update
 from fedfit.training.program import BatchStep, MicroStep
 
@@ -39,7 +41,7 @@ from fedfit.training.program import BatchStep, MicroStep
 _SUM, _IGNORE = 2, -100
 
 #: Each linear layer's weight and bias, flat (``[w0, b0, w1, b1, ...]``, the model's parameter order).
-Linears = Sequence[torch.Tensor]
+Linears = list[torch.Tensor]
 #: The loss's divisor and gradient seed per (effective batch n, dtype): n and 1 / n, never written to.
 Seeds = dict[tuple[int, torch.dtype], tuple[torch.Tensor, torch.Tensor]]
 
@@ -116,19 +118,26 @@ def _plain_sgd(opt: torch.optim.Optimizer, params: Linears) -> bool:
 def _sgd_batch(params: Linears, rate: float, opt: torch.optim.Optimizer) -> BatchStep:
     """The whole step: the micro-batches' gradients into a list, then :meth:`EagerSGD._plain`'s
     update from it (weight decay ``g + wd·w``, then ``w − lr·g``, read from the optimiser's group
-    at every step)."""
+    at every step), as one TorchScript call that releases the interpreter lock
+    (:mod:`fedfit.training.fused_script`: :func:`_micro`'s operators, in its order)."""
     group, flat = opt.param_groups[0], list(params)
     seeds: Seeds = {}
 
     def batch(x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, micro: int) -> float:
-        total, n = 0.0, idx.shape[0]
-        grads: list[torch.Tensor | None] = [None] * len(params)
+        n, dtype = idx.shape[0], flat[-1].dtype
+        key = (n, dtype)
+        divisor, seed = seeds.get(key) or seeds.setdefault(key, (torch.full((), n, dtype=dtype),
+                                                                 torch.ones((), dtype=dtype) / n))
         with torch.no_grad():
+            done = scripted_step(flat, rate, x, y, idx, micro, divisor, seed, group["lr"], group["weight_decay"])
+            if done is not None:
+                return done
+            total, grads = 0.0, list[torch.Tensor | None]([None] * len(params))  # no TorchScript: from Python
             for part in (idx,) if n <= micro else idx.split(micro):
-                total += float(_micro(params, rate, seeds, x.index_select(0, part), y.index_select(0, part), n, grads)) * n
-            held = [g for g in grads if g is not None]  # every tensor has one: each layer is on the path
-            plain_sgd_update(flat, held, group)
-        return total
+                total += float(_micro(params, rate, seeds, x.index_select(0, part), y.index_select(0, part), n,
+                                      grads)) * n
+            plain_sgd_update(flat, [g for g in grads if g is not None], group)  # every layer has one
+            return total
 
     return batch
 
@@ -149,21 +158,6 @@ def _micro(params: Linears, rate: float, seeds: Seeds, xs: torch.Tensor, ys: tor
     del logp, weight, grad  # freed where autograd frees them: only ``held`` keeps the logits' gradient
     _backward(params, rate, inputs, held, grads)
     return loss
-
-
-def _forward(params: Linears, rate: float, x: torch.Tensor) -> list[torch.Tensor]:
-    """Each layer's input (a hidden layer's: its ReLU output, made in place), then the logits."""
-    inputs = []
-    last = len(params) - 2
-    for i in range(0, last + 2, 2):
-        inputs.append(x)
-        x = F.linear(x, params[i], params[i + 1])
-        if i < last:
-            if rate != 1.0:
-                x.div_(rate)
-            x.relu_()
-    inputs.append(x)
-    return inputs
 
 
 def _backward(params: Linears, rate: float, inputs: list[torch.Tensor], held: list[torch.Tensor],
