@@ -30,9 +30,10 @@ class RoundTally:
         self.energy_j += result.cost.energy_j
 
     def count_failure(self, tier: str, cause: FailureCause) -> None:
-        self.failures_by_cause[cause.value] += 1
+        value = _VALUES[cause]
+        self.failures_by_cause[value] += 1
         self.failures_by_tier[tier] += 1
-        self.failures_by_tier_cause[tier, cause.value] += 1
+        self.failures_by_tier_cause[tier, value] += 1
 
     def count_rejected(self, tier: str) -> None:
         """An update that arrived but failed validation: no longer a participant."""
@@ -50,18 +51,14 @@ class RoundTally:
         result in order (a round's, counted together once it has collected them); returns how
         many are successes of round ``round_`` (late updates of earlier rounds left out)."""
         bytes_down, bytes_up, energy_j = self.bytes_down, self.bytes_up, self.energy_j
-        participants, micro_batches = self.participants, self.micro_batches
-        by_cause, by_tier, by_tier_cause = self.failures_by_cause, self.failures_by_tier, self.failures_by_tier_cause
+        participants, micro_batches, count_failure = self.participants, self.micro_batches, self.count_failure
         fresh = 0
-        for result in results:  # count_success and count_failure inlined (a round counts ~1,000)
+        for result in results:  # count_success inlined: most results are successes (a round counts ~1,000)
             cost, outcome, tier = result.cost, result.outcome, result.tier
             bytes_down += cost.bytes_down
             energy_j += cost.energy_j
             if isinstance(outcome, Failure):
-                cause = _VALUES.get(outcome.cause) or outcome.cause.value
-                by_cause[cause] = by_cause.get(cause, 0) + 1
-                by_tier[tier] = by_tier.get(tier, 0) + 1
-                by_tier_cause[tier, cause] = by_tier_cause.get((tier, cause), 0) + 1
+                count_failure(tier, outcome.cause)
                 continue
             plan = result.plan
             fresh += plan.round == round_
@@ -70,8 +67,7 @@ class RoundTally:
             batches = micro_batches.get(tier)
             if batches is None:
                 batches = micro_batches[tier] = []
-            micro_batch, held = plan.micro_batch, outcome.num_examples  # held_micro_batch, inline
-            batches.append(micro_batch if held <= 0 or micro_batch <= held else held)
+            batches.append(held_micro_batch(plan.micro_batch, outcome.num_examples))
         self.bytes_down, self.bytes_up, self.energy_j = bytes_down, bytes_up, energy_j
         return fresh
 

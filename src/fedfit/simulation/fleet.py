@@ -128,7 +128,7 @@ class SimulatedFleet:
         profiles, used = self._profiles, self._consumed_j
         spent = [i for i, d in enumerate(devices) if used[d] != 0]  # most never trained: unchanged
         spent_states = [with_consumption(states[i], profiles[devices[i]], used[devices[i]]) for i in spent]
-        seen: list[DeviceState] = states
+        seen: list[DeviceState]
         if isinstance(states, ColumnStates):  # the hot fields as columns too (the registry stores them)
             seen = states.replaced(spent, spent_states) if spent else states
         else:
